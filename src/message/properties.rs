@@ -1,0 +1,229 @@
+//! Message properties: `name \x01 value \x02` repeated (PROTOCOL.md §9.3), kept in wire form.
+//!
+//! Decoding keeps the raw bytes (a zero-copy slice of the pull response) and parses on access, so
+//! a pull of 32 messages allocates nothing per message for properties.
+
+use std::fmt;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Separates a name from its value.
+pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
+/// Ends each pair.
+pub const PROPERTY_SEPARATOR: char = '\u{2}';
+
+/// Well-known property keys (`MessageConst.java`).
+pub mod keys {
+    /// Tag.
+    pub const TAGS: &str = "TAGS";
+    /// Business keys, space separated.
+    pub const KEYS: &str = "KEYS";
+    /// Wait for store OK.
+    pub const WAIT: &str = "WAIT";
+    /// Delay level.
+    pub const DELAY: &str = "DELAY";
+    /// Producer-generated message id.
+    pub const UNIQ_KEY: &str = "UNIQ_KEY";
+    /// Original topic of a retry message.
+    pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+    /// First message id of a retried message.
+    pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    /// Reconsume count carried by the send-back fallback.
+    pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+    /// Max reconsume times carried by the send-back fallback.
+    pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+    /// Real topic of a delayed message.
+    pub const REAL_TOPIC: &str = "REAL_TOPIC";
+    /// Real queue id of a delayed message.
+    pub const REAL_QID: &str = "REAL_QID";
+    /// Transaction half message.
+    pub const TRAN_MSG: &str = "TRAN_MSG";
+    /// Producer group.
+    pub const PGROUP: &str = "PGROUP";
+    /// Cluster, added by the broker.
+    pub const CLUSTER: &str = "CLUSTER";
+    /// Namespace.
+    pub const INSTANCE_ID: &str = "INSTANCE_ID";
+    /// Original topic of a dead-lettered message.
+    pub const DLQ_ORIGIN_TOPIC: &str = "DLQ_ORIGIN_TOPIC";
+    /// Original id of a dead-lettered message.
+    pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
+    /// Consume start time, set by the Java client.
+    pub const CONSUME_START_TIME: &str = "CONSUME_START_TIME";
+    /// Inner-batch count.
+    pub const INNER_NUM: &str = "INNER_NUM";
+}
+
+/// Property keys the system uses; everything else is a user property.
+const SYSTEM_KEYS: &[&str] = &[
+    "TAGS",
+    "KEYS",
+    "WAIT",
+    "DELAY",
+    "UNIQ_KEY",
+    "RETRY_TOPIC",
+    "ORIGIN_MESSAGE_ID",
+    "RECONSUME_TIME",
+    "MAX_RECONSUME_TIMES",
+    "REAL_TOPIC",
+    "REAL_QID",
+    "TRAN_MSG",
+    "PGROUP",
+    "CLUSTER",
+    "MSG_REGION",
+    "TRACE_ON",
+    "INSTANCE_ID",
+    "__transactionId__",
+    "TRANSACTION_CHECK_TIMES",
+    "CHECK_IMMUNITY_TIME_IN_SECONDS",
+    "MSG_TYPE",
+    "CORRELATION_ID",
+    "REPLY_TO_CLIENT",
+    "TTL",
+    "__SHARDINGKEY",
+    "TIMER_DELIVER_MS",
+    "TIMER_DELAY_SEC",
+    "TIMER_DELAY_MS",
+    "TIMER_OUT_MS",
+    "INNER_NUM",
+    "INNER_MULTI_DISPATCH",
+    "INNER_MULTI_QUEUE_OFFSET",
+    "DLQ_ORIGIN_TOPIC",
+    "DLQ_ORIGIN_MESSAGE_ID",
+    "__CRC32#",
+    "1ST_POP_TIME",
+    "POP_CK",
+    "MIN_OFFSET",
+    "MAX_OFFSET",
+    "CONSUME_START_TIME",
+    "BUYER_ID",
+    "TRACE_CONTEXT",
+    "SHARDING_KEY",
+    "DELIVER_TIME_MS",
+    "RECONSUME_TIMES",
+];
+
+/// True for keys RocketMQ itself sets (`MessageConst.STRING_HASH_SET` and friends).
+pub fn is_system_key(key: &str) -> bool {
+    SYSTEM_KEYS.contains(&key)
+}
+
+/// Properties in wire form. Always valid UTF-8.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Properties {
+    raw: Bytes,
+}
+
+impl Properties {
+    /// No properties.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// From wire bytes. Invalid UTF-8 is replaced (as Java's decoder does), which costs a copy only
+    /// in that case.
+    pub fn from_wire(raw: Bytes) -> Self {
+        if std::str::from_utf8(&raw).is_ok() {
+            Self { raw }
+        } else {
+            Self { raw: Bytes::from(String::from_utf8_lossy(&raw).into_owned()) }
+        }
+    }
+
+    /// Build from pairs; pairs with an empty name or value are skipped (Java drops them on decode).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut buf = BytesMut::new();
+        for (k, v) in pairs {
+            if k.is_empty() || v.is_empty() || k.contains(['\u{1}', '\u{2}']) || v.contains('\u{2}') {
+                continue;
+            }
+            buf.put_slice(k.as_bytes());
+            buf.put_u8(1);
+            buf.put_slice(v.as_bytes());
+            buf.put_u8(2);
+        }
+        Self { raw: buf.freeze() }
+    }
+
+    /// The wire form.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.raw
+    }
+
+    /// The wire form as text (what SEND_MESSAGE_V2 carries in header field `i`).
+    pub fn as_wire_str(&self) -> &str {
+        std::str::from_utf8(&self.raw).unwrap_or("")
+    }
+
+    /// True if there are no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// Pairs in wire order, with Java's filter: a piece counts only if it has a non-empty name
+    /// before the first `\x01` and a non-empty value after it.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.as_wire_str().split(PROPERTY_SEPARATOR).filter_map(|piece| {
+            let (k, v) = piece.split_once(NAME_VALUE_SEPARATOR)?;
+            (!k.is_empty() && !v.is_empty()).then_some((k, v))
+        })
+    }
+
+    /// The value of `key`; the last one wins when repeated (Java fills a HashMap).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.iter().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+    }
+
+    /// A copy with `key` set to `value` (replacing earlier values).
+    pub fn with(&self, key: &str, value: &str) -> Self {
+        let kept = self.iter().filter(|(k, _)| *k != key);
+        Self::from_pairs(kept.chain(std::iter::once((key, value))))
+    }
+
+    /// A copy without `key`.
+    pub fn without(&self, key: &str) -> Self {
+        Self::from_pairs(self.iter().filter(|(k, _)| *k != key))
+    }
+
+    /// User properties only (not RocketMQ's own keys).
+    pub fn user(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.iter().filter(|(k, _)| !is_system_key(k))
+    }
+}
+
+impl fmt::Debug for Properties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_split_rules() {
+        let p = Properties::from_wire(Bytes::from_static(
+            b"TAGS\x01a\x02\x01x\x02EMPTY\x01\x02K\x01v\x01w\x02TAGS\x01b\x02junk",
+        ));
+        let pairs: Vec<_> = p.iter().collect();
+        assert_eq!(pairs, [("TAGS", "a"), ("K", "v\u{1}w"), ("TAGS", "b")]);
+        assert_eq!(p.get("TAGS"), Some("b"), "last wins");
+        assert_eq!(p.get("EMPTY"), None, "empty values are dropped");
+    }
+
+    #[test]
+    fn build_and_edit() {
+        let p = Properties::from_pairs([("TAGS", "t"), ("color", "红"), ("", "x"), ("e", "")]);
+        assert_eq!(p.as_wire_str(), "TAGS\u{1}t\u{2}color\u{1}红\u{2}");
+        let q = p.with("TAGS", "u").without("color");
+        assert_eq!(q.as_wire_str(), "TAGS\u{1}u\u{2}");
+        assert_eq!(p.user().collect::<Vec<_>>(), [("color", "红")]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        let p = Properties::from_wire(Bytes::from_static(b"K\x01\xff\x02"));
+        assert_eq!(p.get("K"), Some("\u{FFFD}"));
+    }
+}
