@@ -9,6 +9,8 @@
 
 pub mod client_id;
 pub mod codec;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod json;
 pub mod message;
 pub mod producer;

@@ -38,7 +38,10 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
                     Value::Int(i) => LanguageCode(u8::try_from(*i).unwrap_or(LanguageCode::OTHER.0)),
                     Value::Null => LanguageCode::JAVA,
                     _ => {
-                        return Err(DecodeError::JsonHeaderField { field: "language", what: "is not a name" });
+                        return Err(DecodeError::JsonHeaderField {
+                            field: "language",
+                            what: "is not a name",
+                        });
                     }
                 }
             }
@@ -68,7 +71,10 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
                 }
                 Value::Null => {}
                 _ => {
-                    return Err(DecodeError::JsonHeaderField { field: "extFields", what: "is not an object" });
+                    return Err(DecodeError::JsonHeaderField {
+                        field: "extFields",
+                        what: "is not an object",
+                    });
                 }
             },
             _ => {}

@@ -32,9 +32,9 @@ pub enum Value {
     /// A string.
     String(String),
     /// An array.
-    Array(Vec<Value>),
+    Array(Vec<Self>),
     /// An object; keys are values because fastjson writes non-string keys bare.
-    Object(Vec<(Value, Value)>),
+    Object(Vec<(Self, Self)>),
 }
 
 /// Where and why JSON could not be read.

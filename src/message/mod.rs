@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(m.properties.get("KEYS"), Some("k1 k2"));
         assert_eq!(m.properties.get("WAIT"), Some("true"));
         let mut e = MessageExt::new("T", "x");
-        e.properties = m.properties.clone();
+        e.properties = m.properties;
         assert_eq!(e.keys().collect::<Vec<_>>(), ["k1", "k2"]);
         assert_eq!(e.tags(), Some("A"));
         assert_eq!(e.msg_id(), e.offset_msg_id());

@@ -48,7 +48,7 @@ mod tests {
 
     #[test]
     fn java_order_and_to_string() {
-        let mut v = vec![
+        let mut v = [
             MessageQueue::new("T", "broker-b", 0),
             MessageQueue::new("T", "broker-a", 10),
             MessageQueue::new("T", "broker-a", 2),

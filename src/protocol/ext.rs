@@ -1,7 +1,7 @@
 //! Ext fields (`extFields`) and typed command headers.
 //!
 //! Java flattens each `CommandCustomHeader` into a string map: key = Java field name, value =
-//! `toString()`. [`command_header!`] declares a Rust struct together with those keys, so every header
+//! `toString()`. The crate-private `command_header!` macro declares a Rust struct together with those keys, so every header
 //! in [`header`](super::header) is one declaration and one mapping.
 
 use std::fmt::Write as _;
@@ -280,6 +280,7 @@ macro_rules! name_enum {
 pub(crate) use name_enum;
 
 #[cfg(test)]
+#[allow(unreachable_pub)]
 mod tests {
     use super::*;
 

@@ -9,8 +9,10 @@ use crate::protocol::ext::name_enum;
 name_enum! {
     /// Where a queue with no committed offset starts (`ConsumeFromWhere.java`). The three
     /// deprecated values behave exactly like LAST.
+    #[derive(Default)]
     pub enum ConsumeFromWhere {
         /// The broker's max offset (0 for `%RETRY%` topics).
+        #[default]
         ConsumeFromLastOffset = "CONSUME_FROM_LAST_OFFSET",
         /// Deprecated alias of LAST.
         ConsumeFromLastOffsetAndFromMinWhenBootFirst = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
@@ -25,25 +27,15 @@ name_enum! {
     }
 }
 
-impl Default for ConsumeFromWhere {
-    fn default() -> Self {
-        Self::ConsumeFromLastOffset
-    }
-}
-
 name_enum! {
     /// How queues are shared (`MessageModel.java`).
+    #[derive(Default)]
     pub enum MessageModel {
         /// Each queue is consumed by one member of the group; offsets on the broker.
+        #[default]
         Clustering = "CLUSTERING",
         /// Every member consumes every queue; offsets kept locally.
         Broadcasting = "BROADCASTING",
-    }
-}
-
-impl Default for MessageModel {
-    fn default() -> Self {
-        Self::Clustering
     }
 }
 

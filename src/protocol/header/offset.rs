@@ -63,17 +63,13 @@ command_header! {
 
 name_enum! {
     /// Which side of a timestamp a search picks (`BoundaryType.java`).
+    #[derive(Default)]
     pub enum BoundaryType {
         /// First message stored at or after the timestamp (default).
+        #[default]
         Lower = "LOWER",
         /// Last message stored at or before the timestamp.
         Upper = "UPPER",
-    }
-}
-
-impl Default for BoundaryType {
-    fn default() -> Self {
-        Self::Lower
     }
 }
 

@@ -4,17 +4,13 @@ use crate::protocol::ext::{command_header, name_enum};
 
 name_enum! {
     /// Subscription expression language (`ExpressionType.java`).
+    #[derive(Default)]
     pub enum ExpressionType {
         /// Tags joined by `||`, or `*`.
+        #[default]
         Tag = "TAG",
         /// An SQL92 predicate over properties; needs `enablePropertyFilter=true` on the broker.
         Sql92 = "SQL92",
-    }
-}
-
-impl Default for ExpressionType {
-    fn default() -> Self {
-        Self::Tag
     }
 }
 
