@@ -9,14 +9,36 @@
 
 pub mod client_id;
 pub mod codec;
+pub mod config;
+mod consumer;
+mod error;
+pub mod event;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod json;
 pub mod message;
+mod namespace;
+mod offset_store;
+mod process_queue;
 pub mod producer;
 pub mod protocol;
+pub mod rebalance;
+#[cfg(feature = "sim")]
+pub mod sim;
+mod stats;
+mod timer;
 
 pub use client_id::ClientId;
 pub use codec::{DecodeError, RemotingCodec};
+pub use config::{ConfigError, ConsumeMode, ConsumerConfig, ConsumerConfigBuilder, Subscription};
+pub use consumer::{Consumer, QueueSnapshot};
+pub use error::UsageError;
+pub use event::{
+    Action, Batch, BatchId, BatchKind, Command, ConsumeResult, ConsumeStatus, DisconnectReason, Event, Input,
+    PeerAddr, Request, Transmit,
+};
 pub use message::{Message, MessageExt, MessageQueue};
+pub use protocol::body::{ConsumeFromWhere, MessageModel};
 pub use protocol::{RemotingCommand, RequestCode, ResponseCode};
+pub use rebalance::AllocateStrategy;
+pub use stats::Stats;

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::message::{CompressionType, Message, MessageQueue, compress, keys};
 use crate::protocol::header::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use crate::protocol::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
@@ -51,6 +53,18 @@ pub fn send_message_request(
     born_timestamp: i64,
     compression: Option<SendCompression>,
 ) -> RemotingCommand {
+    let (header, body) = send_message_parts(producer_group, msg, queue, born_timestamp, compression);
+    RemotingCommand::request(RequestCode::SendMessageV2).with_header(&header).with_body(body)
+}
+
+/// The header and (possibly compressed) body of a SEND_MESSAGE_V2 for `msg`.
+pub fn send_message_parts(
+    producer_group: &str,
+    msg: &Message,
+    queue: &MessageQueue,
+    born_timestamp: i64,
+    compression: Option<SendCompression>,
+) -> (SendMessageRequestHeaderV2, Bytes) {
     let mut properties = msg.properties.clone();
     let mut reconsume_times = None;
     let mut max_reconsume_times = None;
@@ -83,7 +97,7 @@ pub fn send_message_request(
         batch: Some(false),
         broker_name: Some(queue.broker_name.to_string()),
     };
-    RemotingCommand::request(RequestCode::SendMessageV2).with_header(&header).with_body(body)
+    (header, body)
 }
 
 /// What a broker said to a send.

@@ -373,7 +373,7 @@ fn send_back_lands_in_the_retry_topic() {
                 delay_level: 1,
                 origin_msg_id: Some(original.msg_id().into_owned()),
                 origin_topic: Some(topic.clone()),
-                unit_mode: false,
+                unit_mode: Some(false),
                 max_reconsume_times: Some(16),
                 bname: Some("broker-a".into()),
             },

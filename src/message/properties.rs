@@ -52,6 +52,10 @@ pub mod keys {
     pub const CONSUME_START_TIME: &str = "CONSUME_START_TIME";
     /// Inner-batch count.
     pub const INNER_NUM: &str = "INNER_NUM";
+    /// Region, added by 5.x brokers on send.
+    pub const MSG_REGION: &str = "MSG_REGION";
+    /// Trace switch, added by 5.x brokers on send.
+    pub const TRACE_ON: &str = "TRACE_ON";
 }
 
 /// Property keys the system uses; everything else is a user property.

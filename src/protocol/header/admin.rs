@@ -30,7 +30,7 @@ command_header! {
         /// Topic sys flag.
         topic_sys_flag: Option<i32> = "topicSysFlag",
         /// Ordered topic.
-        order: bool = "order",
+        order: Option<bool> = "order",
         /// 5.x attributes, e.g. `+message.type=NORMAL`.
         attributes: Option<String> = "attributes",
     }
@@ -47,7 +47,7 @@ impl CreateTopicRequestHeader {
             perm: 6,
             topic_filter_type: "SINGLE_TAG".into(),
             topic_sys_flag: Some(0),
-            order: false,
+            order: Some(false),
             attributes: None,
         }
     }

@@ -65,8 +65,8 @@ command_header! {
         origin_msg_id: Option<String> = "originMsgId",
         /// The original topic.
         origin_topic: Option<String> = "originTopic",
-        /// Unit mode.
-        unit_mode: bool = "unitMode",
+        /// Unit mode (Java always sends it; optional when reading).
+        unit_mode: Option<bool> = "unitMode",
         /// The consumer's max reconsume times.
         max_reconsume_times: Option<i32> = "maxReconsumeTimes",
         /// 5.x base field.

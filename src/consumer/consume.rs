@@ -1,0 +1,349 @@
+//! Consumption: batches out to user code, results back, and what failures become — send-back,
+//! the retry-topic fallback, a local retry — plus the consume timeout and direct consumption.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use smallvec::SmallVec;
+
+use super::Consumer;
+use super::lifecycle::RunState;
+use super::requests::{Failure, PendingKind};
+use crate::config::ConsumeMode;
+use crate::error::UsageError;
+use crate::event::{
+    Action, Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, PeerAddr, Request,
+};
+use crate::message::{Message, keys};
+use crate::process_queue::EntryState;
+use crate::producer::{CLIENT_INNER_PRODUCER_GROUP, retry_topic, send_message_parts};
+use crate::protocol::body::{CMResult, ConsumeMessageDirectlyResult, JsonBody, MessageModel};
+use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
+use crate::protocol::{RemotingCommand, ResponseCode, SerializeType};
+use crate::timer::{QueueKey, Timer};
+
+/// A batch handed to user code.
+#[derive(Debug)]
+pub(super) struct InFlight {
+    pub(super) key: QueueKey,
+    pub(super) offsets: SmallVec<[i64; 4]>,
+    /// Past `consumeTimeout`: its messages were sent back; the late result is ignored.
+    pub(super) timed_out: bool,
+}
+
+/// A message on its way back to the broker.
+#[derive(Debug)]
+pub(super) struct SendBack {
+    pub(super) key: QueueKey,
+    pub(super) offset: i64,
+}
+
+/// Messages to consume again locally after a delay.
+#[derive(Debug)]
+pub(super) struct LocalRetry {
+    pub(super) key: QueueKey,
+    pub(super) offsets: Vec<i64>,
+}
+
+/// Where the answer to a CONSUME_MESSAGE_DIRECTLY goes.
+#[derive(Debug)]
+pub(super) struct DirectReply {
+    pub(super) peer: PeerAddr,
+    pub(super) opaque: i32,
+    pub(super) serialize_type: SerializeType,
+    pub(super) started: Instant,
+}
+
+/// Delay level the consume-timeout path uses (`cleanExpireMsg` sends back with level 3).
+const TIMEOUT_DELAY_LEVEL: i32 = 3;
+
+impl Consumer {
+    fn next_batch_id(&mut self) -> BatchId {
+        let id = BatchId(self.next_batch);
+        self.next_batch += 1;
+        id
+    }
+
+    /// Hand `offsets` of `key` to user code in batches of `consumeMessageBatchMaxSize`.
+    pub(super) fn dispatch(&mut self, key: QueueKey, offsets: &[i64]) {
+        let size = self.cfg.consume_message_batch_max_size;
+        let deadline = self.now + self.cfg.consume_timeout;
+        let wall = self.wall_ms();
+        for chunk in offsets.chunks(size) {
+            let id = self.next_batch_id();
+            let Some(q) = self.queues.get_mut(key) else { return };
+            q.last_consume_ms = wall;
+            let mut messages = Vec::with_capacity(chunk.len());
+            for o in chunk {
+                if let Some(e) = q.pq.get_mut(*o) {
+                    e.state = EntryState::InFlight;
+                    messages.push(e.msg.clone());
+                }
+            }
+            let queue = q.user_mq.clone();
+            let kind = if self.cfg.consume_mode == ConsumeMode::Orderly {
+                BatchKind::Orderly
+            } else {
+                BatchKind::Concurrent
+            };
+            self.batches
+                .insert(id, InFlight { key, offsets: chunk.iter().copied().collect(), timed_out: false });
+            // Every batch gets the same timeout, so deadlines arrive in dispatch order: a FIFO
+            // and one timer replace a timer per batch.
+            self.timeouts.push_back((deadline, id));
+            self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
+            self.actions.push_back(Action::Dispatch(Batch { id, queue, messages, kind }));
+        }
+    }
+
+    pub(super) fn on_consume_result(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
+        if let Some(d) = self.direct.remove(&id) {
+            self.reply_direct(d, result);
+            return Ok(());
+        }
+        let Some(b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
+        if b.timed_out || self.queues.get(b.key).is_none() {
+            // Timed out (already sent back) or the queue was released or moved: discard.
+            return Ok(());
+        }
+        let n = b.offsets.len();
+        let ok = match result.status {
+            ConsumeStatus::Success => result.ack_index.map_or(n, |i| (i + 1).min(n)),
+            ConsumeStatus::ReconsumeLater | ConsumeStatus::SuspendCurrentQueueAMoment => 0,
+        };
+        self.stats.consumed_ok += ok as u64;
+        self.stats.consumed_failed += (n - ok) as u64;
+        let Some(q) = self.queues.get_mut(b.key) else { return Ok(()) };
+        for o in &b.offsets[..ok] {
+            q.pq.remove(*o);
+        }
+        let failed = &b.offsets[ok..];
+        if !failed.is_empty() {
+            if self.cfg.message_model == MessageModel::Broadcasting {
+                // Java drops broadcasting failures (there is no per-client retry topic).
+                for o in failed {
+                    q.pq.remove(*o);
+                }
+                let queue = q.user_mq.clone();
+                self.emit(Event::FailedMessagesDropped { queue, count: failed.len() });
+            } else {
+                for o in failed.iter().copied().collect::<SmallVec<[i64; 4]>>() {
+                    self.send_back(b.key, o, result.delay_level);
+                }
+            }
+        }
+        self.update_commit(b.key);
+        Ok(())
+    }
+
+    /// Send one failed message back for a later retry. It stays held (pinning the watermark)
+    /// until the broker has it.
+    pub(super) fn send_back(&mut self, key: QueueKey, offset: i64, delay_level: i32) {
+        let Some(q) = self.queues.get(key) else { return };
+        let Some(e) = q.pq.get(offset) else { return };
+        let m = &e.msg;
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: m.commit_log_offset,
+            group: self.group.clone(),
+            delay_level,
+            origin_msg_id: Some(m.msg_id().into_owned()),
+            origin_topic: Some(self.ns.wrap(&m.topic)),
+            unit_mode: Some(self.cfg.unit_mode),
+            max_reconsume_times: Some(self.cfg.effective_max_reconsume_times()),
+            bname: Some(q.mq.broker_name.to_string()),
+        };
+        let peer = self.master_addr(&q.mq.broker_name);
+        let id = self.next_job;
+        self.next_job += 1;
+        self.stats.sent_back += 1;
+        self.send_backs.insert(id, SendBack { key, offset });
+        match peer {
+            Some(peer) => {
+                let timeout = self.cfg.offset_rpc_timeout;
+                self.send_to_broker(
+                    peer,
+                    Request::SendMsgBack(header),
+                    PendingKind::SendBack { id },
+                    timeout,
+                );
+            }
+            None => self.retry_send(id),
+        }
+    }
+
+    pub(super) fn on_send_back(
+        &mut self,
+        id: u64,
+        _peer: &PeerAddr,
+        result: Result<RemotingCommand, Failure>,
+    ) {
+        match result {
+            Ok(cmd) if cmd.code == ResponseCode::Success as i32 => self.finish_send_back(id),
+            // An error answer, a timeout or a lost connection: re-send it as a normal message.
+            _ => self.retry_send(id),
+        }
+    }
+
+    fn finish_send_back(&mut self, id: u64) {
+        let Some(sb) = self.send_backs.remove(&id) else { return };
+        if let Some(q) = self.queues.get_mut(sb.key) {
+            q.pq.remove(sb.offset);
+        }
+        self.update_commit(sb.key);
+    }
+
+    /// The fallback (`sendMessageBackAsNormalMessage`): a copy to `%RETRY%group` with
+    /// SEND_MESSAGE_V2, carrying the retry properties.
+    fn retry_send(&mut self, id: u64) {
+        let Some(sb) = self.send_backs.get(&id) else { return };
+        let (key, offset) = (sb.key, sb.offset);
+        let Some(q) = self.queues.get(key) else {
+            self.send_backs.remove(&id);
+            return;
+        };
+        let Some(e) = q.pq.get(offset) else {
+            self.send_backs.remove(&id);
+            return;
+        };
+        let retry = retry_topic(&self.group);
+        let target = self.routes.get(&retry).and_then(|r| {
+            let queues = r.data.publish_queues(&retry);
+            queues.iter().find(|w| w.broker_name == q.mq.broker_name).or_else(|| queues.first()).cloned()
+        });
+        let Some(target) = target else { return self.local_retry(id) };
+        let Some(peer) = self.master_addr(&target.broker_name) else { return self.local_retry(id) };
+        let m = &e.msg;
+        let max = self.cfg.effective_max_reconsume_times();
+        let origin_id = m
+            .properties
+            .get(keys::ORIGIN_MESSAGE_ID)
+            .map(str::to_owned)
+            .unwrap_or_else(|| m.msg_id().into_owned());
+        let properties = m
+            .properties
+            .without(keys::TRAN_MSG)
+            .with(keys::ORIGIN_MESSAGE_ID, &origin_id)
+            .with(keys::RETRY_TOPIC, &self.ns.wrap(&m.topic))
+            .with(keys::RECONSUME_TIME, &(m.reconsume_times + 1).to_string())
+            .with(keys::MAX_RECONSUME_TIMES, &max.to_string())
+            .with(keys::DELAY, &(3 + m.reconsume_times).max(1).to_string());
+        let copy = Message { topic: retry, body: m.body.clone(), flag: m.flag, properties };
+        let (header, body): (_, Bytes) =
+            send_message_parts(CLIENT_INNER_PRODUCER_GROUP, &copy, &target, self.wall_ms(), None);
+        self.stats.sent_back_fallback += 1;
+        let timeout = self.cfg.offset_rpc_timeout;
+        self.send_to_broker(
+            peer,
+            Request::SendMessage { header, body },
+            PendingKind::RetrySend { id },
+            timeout,
+        );
+    }
+
+    pub(super) fn on_retry_send(
+        &mut self,
+        id: u64,
+        _peer: &PeerAddr,
+        result: Result<RemotingCommand, Failure>,
+    ) {
+        match result {
+            Ok(cmd) if ResponseCode::is_send_ok(cmd.code) => self.finish_send_back(id),
+            _ => self.local_retry(id),
+        }
+    }
+
+    /// Both ways back failed: consume it again here after a delay, counting the attempt.
+    fn local_retry(&mut self, id: u64) {
+        let Some(sb) = self.send_backs.remove(&id) else { return };
+        let Some(q) = self.queues.get_mut(sb.key) else { return };
+        let Some(e) = q.pq.get_mut(sb.offset) else { return };
+        e.msg.reconsume_times += 1;
+        e.state = EntryState::Ready;
+        let queue = q.user_mq.clone();
+        self.stats.local_retries += 1;
+        self.emit(Event::LocalRetry { queue, offset: sb.offset });
+        if self.state != RunState::Running {
+            return;
+        }
+        let job = self.next_job;
+        self.next_job += 1;
+        self.local_retries.insert(job, LocalRetry { key: sb.key, offsets: vec![sb.offset] });
+        self.timers.set(Timer::LocalRetry(job), self.now + self.cfg.send_back_local_retry_delay);
+    }
+
+    pub(super) fn run_local_retry(&mut self, job: u64) {
+        let Some(r) = self.local_retries.remove(&job) else { return };
+        let Some(q) = self.queues.get(r.key) else { return };
+        let ready: Vec<i64> = r
+            .offsets
+            .into_iter()
+            .filter(|o| q.pq.get(*o).is_some_and(|e| e.state == EntryState::Ready))
+            .collect();
+        if !ready.is_empty() {
+            self.dispatch(r.key, &ready);
+        }
+    }
+
+    /// Batches past `consumeTimeout` are sent back (Java's `cleanExpireMsg`, but on time rather
+    /// than on a 15-minute sweep); their late results are ignored.
+    pub(super) fn scan_consume_timeouts(&mut self) {
+        while let Some(&(deadline, id)) = self.timeouts.front() {
+            let live = self.batches.get(&id).is_some_and(|b| !b.timed_out);
+            if !live {
+                self.timeouts.pop_front();
+                continue;
+            }
+            if deadline > self.now {
+                self.timers.set(Timer::ConsumeTimeoutScan, deadline);
+                return;
+            }
+            self.timeouts.pop_front();
+            let Some(b) = self.batches.get_mut(&id) else { continue };
+            b.timed_out = true;
+            let (key, offsets) = (b.key, b.offsets.clone());
+            self.stats.consume_timeouts += 1;
+            let Some(q) = self.queues.get(key) else { continue };
+            let queue = q.user_mq.clone();
+            self.emit(Event::ConsumeTimeout { batch: id, queue });
+            if self.cfg.message_model == MessageModel::Clustering {
+                for o in offsets {
+                    self.send_back(key, o, TIMEOUT_DELAY_LEVEL);
+                }
+            }
+        }
+    }
+
+    /// CONSUME_MESSAGE_DIRECTLY: run user code on one message; offsets are not touched.
+    pub(super) fn dispatch_direct(&mut self, peer: PeerAddr, request: &RemotingCommand, batch: Batch) {
+        let id = self.next_batch_id();
+        self.direct.insert(
+            id,
+            DirectReply {
+                peer,
+                opaque: request.opaque,
+                serialize_type: request.serialize_type,
+                started: self.now,
+            },
+        );
+        self.actions.push_back(Action::Dispatch(Batch { id, ..batch }));
+    }
+
+    fn reply_direct(&mut self, d: DirectReply, result: ConsumeResult) {
+        let consume_result = match result.status {
+            ConsumeStatus::Success => CMResult::Success,
+            ConsumeStatus::ReconsumeLater | ConsumeStatus::SuspendCurrentQueueAMoment => CMResult::Later,
+        };
+        let body = ConsumeMessageDirectlyResult {
+            order: self.cfg.consume_mode == ConsumeMode::Orderly,
+            auto_commit: true,
+            consume_result,
+            remark: None,
+            spent_time_mills: (self.now - d.started).as_millis() as i64,
+        };
+        let mut reply = RemotingCommand::raw_request(ResponseCode::Success as i32).with_body(body.encode());
+        reply.flag = crate::protocol::FLAG_RESPONSE;
+        reply.opaque = d.opaque;
+        reply.serialize_type = d.serialize_type;
+        self.transmit_oneway(d.peer, Request::Reply(reply));
+    }
+}

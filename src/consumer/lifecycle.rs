@@ -1,0 +1,209 @@
+//! Start, commands, and graceful shutdown.
+//!
+//! Shutdown: stop pulling and rebalancing; wait for in-flight batches and send-backs (up to
+//! `awaitTerminationMillisWhenShutdown`); persist every offset and wait for the answers;
+//! unregister from every broker and wait; then [`Event::Terminated`]. Every wait is bounded by
+//! request timeouts, so shutdown always ends.
+
+use super::Consumer;
+use super::offsets::Persist;
+use super::requests::{Failure, PendingKind};
+use crate::error::UsageError;
+use crate::event::{Command, Event, PeerAddr, Request};
+use crate::producer::retry_topic;
+use crate::protocol::ExpressionType;
+use crate::protocol::RemotingCommand;
+use crate::protocol::body::{MessageModel, SubscriptionData};
+use crate::protocol::header::UnregisterClientRequestHeader;
+use crate::timer::Timer;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RunState {
+    Running,
+    /// Waiting for in-flight batches and send-backs.
+    Draining,
+    /// Waiting for the final offset updates.
+    Persisting,
+    /// Waiting for UNREGISTER_CLIENT answers.
+    Unregistering,
+    Terminated,
+}
+
+impl Consumer {
+    pub(super) fn start(&mut self) {
+        let version = self.cfg.start_wall_ms;
+        for s in self.cfg.subscriptions.clone() {
+            let topic = self.ns.wrap(&s.topic);
+            let data = SubscriptionData::build(&topic, &s.expression, s.expression_type, version);
+            self.subs.insert(topic, data);
+        }
+        if self.cfg.message_model == MessageModel::Clustering {
+            let retry = retry_topic(&self.group);
+            self.subs
+                .insert(retry.clone(), SubscriptionData::build(&retry, "*", ExpressionType::Tag, version));
+        }
+        self.rebuild_heartbeat();
+        self.timers.set(Timer::RouteRefresh, self.now);
+        self.timers.set(Timer::Heartbeat, self.now + self.cfg.heartbeat_broker_interval);
+        self.timers.set(Timer::Rebalance, self.now + self.cfg.rebalance_interval);
+        self.timers.set(Timer::PersistOffsets, self.now + self.cfg.persist_consumer_offset_interval);
+    }
+
+    pub(super) fn on_command(&mut self, cmd: Command) -> Result<(), UsageError> {
+        match cmd {
+            Command::Shutdown => {
+                self.begin_shutdown();
+                Ok(())
+            }
+            _ if self.state != RunState::Running => {
+                Err(UsageError::InvalidCommand("the consumer is shutting down"))
+            }
+            Command::Suspend => {
+                self.paused = true;
+                Ok(())
+            }
+            Command::Resume => {
+                self.paused = false;
+                for key in self.queues.all_keys() {
+                    self.try_pull(key);
+                }
+                self.request_rebalance();
+                Ok(())
+            }
+            Command::Subscribe { topic, expression } => {
+                if topic.is_empty()
+                    || !topic.bytes().all(|b| b.is_ascii_alphanumeric() || b"%|_-".contains(&b))
+                {
+                    return Err(UsageError::InvalidCommand(
+                        "topic must be 1..=127 characters of [%|a-zA-Z0-9_-]",
+                    ));
+                }
+                let wire = self.ns.wrap(&topic);
+                // A newer subscription version than any the brokers have seen: pulls must wait
+                // for a heartbeat carrying it (SUBSCRIPTION_NOT_LATEST otherwise).
+                let version = self.subs.get(&wire).map_or(0, |s| s.sub_version + 1).max(self.wall_ms());
+                self.subs.insert(
+                    wire.clone(),
+                    SubscriptionData::build(&wire, &expression, ExpressionType::Tag, version),
+                );
+                self.subscriptions_changed();
+                self.query_route(&wire);
+                Ok(())
+            }
+            Command::Unsubscribe { topic } => {
+                let wire = self.ns.wrap(&topic);
+                if self.subs.remove(&wire).is_none() {
+                    return Err(UsageError::InvalidCommand("not subscribed to that topic"));
+                }
+                let revoked: Vec<_> = self
+                    .queues
+                    .keys_of_topic(&wire)
+                    .into_iter()
+                    .filter_map(|k| {
+                        let q = self.queues.get(k)?.user_mq.clone();
+                        self.release_queue(k);
+                        Some(q)
+                    })
+                    .collect();
+                if !revoked.is_empty() {
+                    self.emit(Event::QueuesRevoked { topic, queues: revoked });
+                }
+                self.routes.remove(&wire);
+                self.subscriptions_changed();
+                Ok(())
+            }
+        }
+    }
+
+    /// Brokers must hear the new subscriptions before the next pull: re-register everywhere.
+    fn subscriptions_changed(&mut self) {
+        self.rebuild_heartbeat();
+        let peers: Vec<PeerAddr> = self.peers.keys().cloned().collect();
+        for p in &peers {
+            self.mark_unregistered(p);
+        }
+        self.heartbeat_all();
+        self.request_rebalance();
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.state != RunState::Running {
+            return;
+        }
+        self.state = RunState::Draining;
+        // Nothing new starts: no pulls, no rebalance, no route refresh, no local retries.
+        self.timers.retain(|t| {
+            matches!(
+                t,
+                Timer::Request(_) | Timer::Heartbeat | Timer::PersistOffsets | Timer::ConsumeTimeoutScan
+            )
+        });
+        self.local_retries.clear();
+        self.timers.set(Timer::ShutdownDeadline, self.now + self.cfg.await_termination_when_shutdown);
+    }
+
+    pub(super) fn on_shutdown_deadline(&mut self) {
+        if self.state == RunState::Draining {
+            self.begin_persist();
+        }
+    }
+
+    /// Move shutdown on when what it waits for is done.
+    pub(super) fn check_shutdown(&mut self) {
+        loop {
+            match self.state {
+                RunState::Draining => {
+                    let busy = self.batches.values().any(|b| !b.timed_out) || !self.send_backs.is_empty();
+                    if busy {
+                        return;
+                    }
+                    self.begin_persist();
+                }
+                RunState::Persisting if self.shutdown_outstanding == 0 => self.begin_unregister(),
+                RunState::Unregistering if self.shutdown_outstanding == 0 => self.terminate(),
+                _ => return,
+            }
+        }
+    }
+
+    fn begin_persist(&mut self) {
+        self.state = RunState::Persisting;
+        self.timers.stop(Timer::ShutdownDeadline);
+        self.shutdown_outstanding = 0;
+        for key in self.queues.all_keys() {
+            self.update_commit(key);
+            if self.persist_queue(key, Persist::Shutdown) {
+                self.shutdown_outstanding += 1;
+            }
+        }
+        self.flush_local_offsets();
+    }
+
+    fn begin_unregister(&mut self) {
+        self.state = RunState::Unregistering;
+        let registered: Vec<PeerAddr> =
+            self.peers.iter().filter(|(_, p)| p.registered).map(|(a, _)| a.clone()).collect();
+        self.shutdown_outstanding = registered.len();
+        for peer in registered {
+            let header = UnregisterClientRequestHeader {
+                client_id: self.cfg.client_id.as_str().to_owned(),
+                producer_group: None,
+                consumer_group: Some(self.group.clone()),
+            };
+            let timeout = self.cfg.mq_client_api_timeout;
+            self.transmit(peer, Request::UnregisterClient(header), PendingKind::Unregister, timeout);
+        }
+    }
+
+    pub(super) fn on_unregistered(&mut self, peer: &PeerAddr, _result: Result<RemotingCommand, Failure>) {
+        self.mark_unregistered(peer);
+        self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
+    }
+
+    fn terminate(&mut self) {
+        self.state = RunState::Terminated;
+        self.timers.retain(|_| false);
+        self.pending.clear();
+        self.emit(Event::Terminated);
+    }
+}

@@ -1,0 +1,297 @@
+//! The sequencer: the only module that decides. It routes every input to the piece that handles
+//! it and is the only place that pushes actions. The other modules are pure pieces it calls.
+//!
+//! ```text
+//! handle(Frame)            ─ response? ─ requests.rs: pending table ─┬─ routes.rs     (route, heartbeat)
+//!                          │                                          ├─ rebalance.rs  (consumer list, start offsets)
+//!                          │                                          ├─ pull.rs       (pull results)
+//!                          │                                          ├─ consume.rs    (send-back, retry send)
+//!                          │                                          └─ offsets.rs    (persist, unregister)
+//!                          └ request ─ broker_requests.rs (notify, reset, running info, consume directly)
+//! handle(ConsumeResult)    ─ consume.rs
+//! handle(Command)          ─ lifecycle.rs
+//! handle_timeout           ─ on_timer below
+//! ```
+
+mod broker_requests;
+mod consume;
+mod lifecycle;
+mod offsets;
+mod pull;
+mod queues;
+mod rebalance;
+mod requests;
+mod routes;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hashbrown::HashMap;
+
+use crate::config::ConsumerConfig;
+use crate::error::UsageError;
+use crate::event::{Action, BatchId, Event, Input, PeerAddr};
+use crate::message::MessageQueue;
+use crate::namespace::Namespace;
+use crate::protocol::body::{HeartbeatData, SubscriptionData};
+use crate::stats::Stats;
+use crate::timer::{Timer, TimerQueue};
+
+use consume::{DirectReply, InFlight, LocalRetry, SendBack};
+use lifecycle::RunState;
+use queues::QueueTable;
+use requests::{PeerState, Pending};
+use routes::TopicRoute;
+
+/// One held queue, as [`Consumer::queue_snapshots`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueSnapshot {
+    /// The queue (namespace stripped).
+    pub queue: MessageQueue,
+    /// Pulling (false while its start offset is looked up).
+    pub pulling: bool,
+    /// Next offset to pull.
+    pub next_offset: i64,
+    /// Offset that would be committed now (−1 = none yet).
+    pub commit_offset: i64,
+    /// Lowest unfinished offset, or `next_offset` when nothing is held.
+    pub watermark: i64,
+    /// Messages held.
+    pub cached_count: usize,
+    /// Body bytes held.
+    pub cached_bytes: usize,
+    /// Highest offset pulled (−1 = none).
+    pub max_pulled: i64,
+}
+
+/// The push consumer state machine.
+///
+/// Drive it as the crate docs describe: feed inputs with [`handle`](Self::handle) and
+/// [`handle_timeout`](Self::handle_timeout), then drain [`poll_action`](Self::poll_action) and sleep
+/// until [`poll_timeout`](Self::poll_timeout) or the next input.
+pub struct Consumer {
+    cfg: ConsumerConfig,
+    ns: Namespace,
+    /// Wire name of the group (with namespace).
+    group: String,
+    start: Instant,
+    now: Instant,
+    state: RunState,
+    paused: bool,
+    actions: VecDeque<Action>,
+    timers: TimerQueue,
+    // requests
+    pending: HashMap<i32, Pending>,
+    next_opaque: i32,
+    peers: BTreeMap<PeerAddr, PeerState>,
+    name_servers: Vec<PeerAddr>,
+    name_server_index: usize,
+    // topology
+    subs: BTreeMap<String, SubscriptionData>,
+    heartbeat: Arc<HeartbeatData>,
+    routes: BTreeMap<String, TopicRoute>,
+    brokers: BTreeMap<String, BTreeMap<i64, PeerAddr>>,
+    route_retry: Duration,
+    route_queries: BTreeSet<String>,
+    rebalancing: BTreeMap<String, bool>,
+    rebalance_rotation: usize,
+    last_rebalance: Option<Instant>,
+    // queues and consumption
+    queues: QueueTable,
+    local_offsets: BTreeMap<MessageQueue, i64>,
+    local_offsets_dirty: bool,
+    batches: HashMap<BatchId, InFlight>,
+    timeouts: VecDeque<(Instant, BatchId)>,
+    direct: HashMap<BatchId, DirectReply>,
+    next_batch: u64,
+    send_backs: HashMap<u64, SendBack>,
+    local_retries: BTreeMap<u64, LocalRetry>,
+    next_job: u64,
+    shutdown_outstanding: usize,
+    stats: Stats,
+}
+
+impl Consumer {
+    /// A consumer that starts at `now`: it looks up routes at once, then heartbeats and
+    /// rebalances. It cannot fail: the configuration was validated when it was built.
+    pub fn new(config: ConsumerConfig, now: Instant) -> Self {
+        let ns = Namespace::new(config.namespace.clone());
+        let group = ns.wrap(&config.consumer_group);
+        let name_servers = config.name_servers.iter().map(|a| PeerAddr::new(a.as_str())).collect();
+        let mut c = Self {
+            ns,
+            group,
+            start: now,
+            now,
+            state: RunState::Running,
+            paused: false,
+            actions: VecDeque::new(),
+            timers: TimerQueue::default(),
+            pending: HashMap::new(),
+            next_opaque: 1,
+            peers: BTreeMap::new(),
+            name_servers,
+            name_server_index: 0,
+            subs: BTreeMap::new(),
+            heartbeat: Arc::new(HeartbeatData {
+                client_id: String::new(),
+                producer_data_set: vec![],
+                consumer_data_set: vec![],
+                heartbeat_fingerprint: 0,
+                without_sub: false,
+            }),
+            routes: BTreeMap::new(),
+            brokers: BTreeMap::new(),
+            route_retry: Duration::from_secs(1),
+            route_queries: BTreeSet::new(),
+            rebalancing: BTreeMap::new(),
+            rebalance_rotation: 0,
+            last_rebalance: None,
+            queues: QueueTable::default(),
+            local_offsets: BTreeMap::new(),
+            local_offsets_dirty: false,
+            batches: HashMap::new(),
+            timeouts: VecDeque::new(),
+            direct: HashMap::new(),
+            next_batch: 1,
+            send_backs: HashMap::new(),
+            local_retries: BTreeMap::new(),
+            next_job: 1,
+            shutdown_outstanding: 0,
+            stats: Stats::default(),
+            cfg: config,
+        };
+        c.start();
+        c
+    }
+
+    /// Feed one input. Errors are caller mistakes and change nothing.
+    pub fn handle(&mut self, input: Input, now: Instant) -> Result<(), UsageError> {
+        if self.state == RunState::Terminated {
+            return Err(UsageError::Terminated);
+        }
+        self.advance_clock(now);
+        match input {
+            Input::Frame { peer, command } => {
+                if command.is_response() {
+                    self.on_response(peer, command);
+                } else {
+                    self.on_broker_request(peer, command);
+                }
+            }
+            Input::Connected { .. } => {}
+            Input::Disconnected { peer, reason: _ } => self.on_disconnected(&peer),
+            Input::ConsumeResult { batch, result } => self.on_consume_result(batch, result)?,
+            Input::Command(cmd) => self.on_command(cmd)?,
+        }
+        self.check_shutdown();
+        Ok(())
+    }
+
+    /// Fire every timer due at `now`. Early or repeated calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.state == RunState::Terminated {
+            return;
+        }
+        self.advance_clock(now);
+        while let Some(timer) = self.timers.pop_due(self.now) {
+            self.on_timer(timer);
+        }
+        self.check_shutdown();
+    }
+
+    /// The next action, in a deterministic order.
+    #[must_use]
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) wants to run next; `None` once terminated.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.state == RunState::Terminated { None } else { self.timers.next_deadline() }
+    }
+
+    /// True once [`Event::Terminated`] was emitted.
+    pub fn is_terminated(&self) -> bool {
+        self.state == RunState::Terminated
+    }
+
+    /// This client's id.
+    pub fn client_id(&self) -> &crate::ClientId {
+        &self.cfg.client_id
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.cfg
+    }
+
+    /// Queues consumed now, in order.
+    pub fn assignment(&self) -> impl Iterator<Item = &MessageQueue> + '_ {
+        self.queues.keys()
+    }
+
+    /// A snapshot of every held queue, in queue order.
+    pub fn queue_snapshots(&self) -> Vec<QueueSnapshot> {
+        self.queues
+            .all_keys()
+            .into_iter()
+            .filter_map(|k| self.queues.get(k))
+            .map(|q| QueueSnapshot {
+                queue: q.user_mq.clone(),
+                pulling: q.phase == queues::Phase::Pulling,
+                next_offset: q.next_offset,
+                commit_offset: q.offset.value(),
+                watermark: if q.phase == queues::Phase::Pulling { q.pq.watermark(q.next_offset) } else { -1 },
+                cached_count: q.pq.count(),
+                cached_bytes: q.pq.bytes(),
+                max_pulled: q.pq.max_offset(),
+            })
+            .collect()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Broadcasting: hand back the offsets last persisted with [`Action::PersistLocalOffsets`].
+    /// Call before the first `handle`; they are used as the stored offsets of those queues.
+    pub fn restore_local_offsets(&mut self, offsets: impl IntoIterator<Item = (MessageQueue, i64)>) {
+        self.local_offsets.extend(offsets.into_iter().filter(|(_, o)| *o >= 0));
+    }
+
+    fn advance_clock(&mut self, now: Instant) {
+        // Time never goes backwards here, whatever the caller passes.
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
+    /// Wall clock, derived from the caller's start time.
+    fn wall_ms(&self) -> i64 {
+        self.cfg.start_wall_ms + (self.now - self.start).as_millis() as i64
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.actions.push_back(Action::Event(event));
+    }
+
+    fn on_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::RouteRefresh => self.refresh_routes(),
+            Timer::Heartbeat => self.heartbeat_all(),
+            Timer::Rebalance => self.rebalance_all(),
+            Timer::PersistOffsets => self.persist_offsets_periodic(),
+            Timer::Pull(key) => self.try_pull(key),
+            Timer::ComputeOffset(key) => self.compute_start_offset(key),
+            Timer::Request(opaque) => self.on_request_timeout(opaque),
+            Timer::ConsumeTimeoutScan => self.scan_consume_timeouts(),
+            Timer::LocalRetry(id) => self.run_local_retry(id),
+            Timer::ShutdownDeadline => self.on_shutdown_deadline(),
+        }
+    }
+}

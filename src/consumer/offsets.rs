@@ -1,0 +1,105 @@
+//! Persisting offsets: every `persistConsumerOffsetInterval`, before a queue is released, and at
+//! shutdown. UPDATE_CONSUMER_OFFSET is sent as a request (Java sends it oneway), so a value stays
+//! dirty until the broker confirms it and a lost update is simply sent again.
+
+use super::Consumer;
+use super::requests::{Failure, PendingKind};
+use crate::event::{Action, PeerAddr, Request};
+use crate::protocol::body::MessageModel;
+use crate::protocol::header::UpdateConsumerOffsetRequestHeader;
+use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::timer::{QueueKey, Timer};
+
+/// Why an offset is persisted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Persist {
+    Periodic,
+    /// The queue is being released or moved: send now whatever is in flight.
+    Now,
+    /// Shutdown: counted until answered.
+    Shutdown,
+}
+
+impl Consumer {
+    pub(super) fn persist_offsets_periodic(&mut self) {
+        self.timers.set(Timer::PersistOffsets, self.now + self.cfg.persist_consumer_offset_interval);
+        for key in self.queues.all_keys() {
+            self.persist_queue(key, Persist::Periodic);
+        }
+        self.flush_local_offsets();
+    }
+
+    /// Send `key`'s offset if it changed (clustering), or record it locally (broadcasting).
+    /// Periodic persists skip a queue whose previous update is still on its way; the others
+    /// (release, moved offset, shutdown) always send. Returns true when a request went out.
+    pub(super) fn persist_queue(&mut self, key: QueueKey, why: Persist) -> bool {
+        let broadcasting = self.cfg.message_model == MessageModel::Broadcasting;
+        let shutdown = why == Persist::Shutdown;
+        let Some(q) = self.queues.get_mut(key) else { return false };
+        if !q.offset.is_dirty() || (q.persist_in_flight && why == Persist::Periodic) {
+            return false;
+        }
+        let offset = q.offset.value();
+        if broadcasting {
+            self.local_offsets.insert(q.mq.clone(), offset);
+            q.offset.persisted(offset);
+            self.local_offsets_dirty = true;
+            return false;
+        }
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: self.group.clone(),
+            topic: q.mq.topic.to_string(),
+            queue_id: q.mq.queue_id,
+            commit_offset: offset,
+            bname: Some(q.mq.broker_name.to_string()),
+        };
+        let broker = q.mq.broker_name.clone();
+        let Some(peer) = self.master_addr(&broker) else { return false };
+        if let Some(q) = self.queues.get_mut(key) {
+            q.persist_in_flight = true;
+        }
+        let timeout = self.cfg.offset_rpc_timeout;
+        self.send_to_broker(
+            peer,
+            Request::UpdateConsumerOffset(header),
+            PendingKind::UpdateOffset { key, offset, shutdown },
+            timeout,
+        );
+        true
+    }
+
+    /// Broadcasting: emit the whole local offset table when it changed. Entries of queues not
+    /// held now are kept (Java drops them, which loses them after a partition: apache/rocketmq#4016).
+    pub(super) fn flush_local_offsets(&mut self) {
+        if self.cfg.message_model != MessageModel::Broadcasting {
+            return;
+        }
+        for key in self.queues.all_keys() {
+            self.persist_queue(key, Persist::Periodic);
+        }
+        if self.local_offsets_dirty {
+            self.local_offsets_dirty = false;
+            let table = self.local_offsets.iter().map(|(q, o)| (q.clone(), *o)).collect();
+            self.actions.push_back(Action::PersistLocalOffsets(table));
+        }
+    }
+
+    pub(super) fn on_update_offset(
+        &mut self,
+        key: QueueKey,
+        offset: i64,
+        shutdown: bool,
+        _peer: &PeerAddr,
+        result: Result<RemotingCommand, Failure>,
+    ) {
+        if let Some(q) = self.queues.get_mut(key) {
+            q.persist_in_flight = false;
+            if matches!(&result, Ok(cmd) if cmd.code == ResponseCode::Success as i32) {
+                q.offset.persisted(offset);
+            }
+        }
+        if shutdown {
+            self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The pull loop of one queue: flow control, the request, and every pull status.
+
+use std::time::Duration;
+
+use super::Consumer;
+use super::lifecycle::RunState;
+use super::offsets::Persist;
+use super::queues::Phase;
+use super::requests::{Failure, PendingKind};
+
+use crate::config::ConsumeMode;
+use crate::event::{Event, PeerAddr, Request};
+use crate::message::{MessageExt, decode_messages, keys};
+use crate::process_queue::EntryState;
+use crate::protocol::body::MessageModel;
+use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
+use crate::protocol::{PullSysFlag, RemotingCommand, ResponseCode};
+use crate::timer::{QueueKey, Timer};
+
+/// `PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL`: after a FLOW_CONTROL answer.
+const BROKER_FLOW_CONTROL_DELAY: Duration = Duration::from_millis(20);
+
+impl Consumer {
+    pub(super) fn retry_pull_later(&mut self, key: QueueKey, delay: Duration) {
+        if self.queues.get(key).is_some() {
+            self.timers.set(Timer::Pull(key), self.now + delay);
+        }
+    }
+
+    /// The per-queue count threshold: `pullThresholdForQueue`, or the topic threshold spread over
+    /// the queues held when that is set (Java divides by all queues held, as here).
+    fn count_threshold(&self) -> usize {
+        match self.cfg.pull_threshold_for_topic {
+            Some(t) => (t / self.queues.len().max(1)).max(1),
+            None => self.cfg.pull_threshold_for_queue,
+        }
+    }
+
+    fn size_threshold(&self) -> usize {
+        match self.cfg.pull_threshold_size_for_topic_mib {
+            Some(t) => ((t << 20) / self.queues.len().max(1)).max(1 << 20),
+            None => self.cfg.pull_threshold_size_for_queue_bytes(),
+        }
+    }
+
+    /// Pull `key` now if it may: one pull in flight per queue, flow control, pause, shutdown.
+    pub(super) fn try_pull(&mut self, key: QueueKey) {
+        if self.state != RunState::Running || self.paused {
+            return;
+        }
+        let (count_limit, size_limit) = (self.count_threshold(), self.size_threshold());
+        let Some(q) = self.queues.get(key) else { return };
+        if q.phase != Phase::Pulling || q.pull_in_flight {
+            return;
+        }
+        self.timers.stop(Timer::Pull(key));
+        // Flow control (B.5 steps 5–7). The span is the highest pulled offset minus the lowest
+        // unfinished one, so one stuck message stops the queue once it pins 2000 offsets.
+        let over = q.pq.count() > count_limit
+            || q.pq.bytes() > size_limit
+            || (self.cfg.consume_mode == ConsumeMode::Concurrently
+                && q.pq.span() > self.cfg.consume_concurrently_max_span);
+        if over {
+            self.stats.flow_control_delays += 1;
+            self.timers.set(Timer::Pull(key), self.now + self.cfg.pull_time_delay_when_flow_control);
+            return;
+        }
+        let Some(peer) = self.broker_addr(&q.mq.broker_name, q.suggest_broker_id) else {
+            // No route to the queue's broker (yet): try again later.
+            self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
+            return;
+        };
+        if self.park_pull_until_registered(&peer, key) {
+            return;
+        }
+        let header = self.pull_header(key, &peer);
+        let wall = self.wall_ms();
+        let Some(q) = self.queues.get_mut(key) else { return };
+        q.pull_in_flight = true;
+        q.last_pull_ms = wall;
+        let timeout = self.cfg.consumer_timeout_when_suspend;
+        self.transmit(peer, Request::PullMessage(header), PendingKind::Pull { key }, timeout);
+    }
+
+    fn pull_header(&self, key: QueueKey, peer: &PeerAddr) -> PullMessageRequestHeader {
+        // Callers checked the key.
+        let q = self.queues.get(key).expect("live queue");
+        let sub = self.subs.get(&*q.mq.topic);
+        let clustering = self.cfg.message_model == MessageModel::Clustering;
+        // Piggy-back the commit on the pull, but never to a slave (slaves must not store offsets).
+        let to_master = self.master_addr(&q.mq.broker_name).as_ref() == Some(peer);
+        let commit = clustering && to_master && q.offset.value() > 0;
+        let with_sub = self.cfg.post_subscription_when_pull;
+        PullMessageRequestHeader {
+            consumer_group: self.group.clone(),
+            topic: q.mq.topic.to_string(),
+            queue_id: q.mq.queue_id,
+            queue_offset: q.next_offset,
+            max_msg_nums: self.cfg.pull_batch_size,
+            sys_flag: PullSysFlag::build(commit, true, with_sub).0,
+            commit_offset: if commit { q.offset.value() } else { 0 },
+            suspend_timeout_millis: self.cfg.broker_suspend_max_time.as_millis() as i64,
+            subscription: if with_sub { sub.map(|s| s.sub_string.clone()) } else { None },
+            sub_version: sub.map_or(0, |s| s.sub_version),
+            expression_type: sub.map(|s| s.expression_type),
+            max_msg_bytes: Some(self.cfg.pull_batch_size_in_bytes),
+            bname: Some(q.mq.broker_name.to_string()),
+        }
+    }
+
+    pub(super) fn on_pull(
+        &mut self,
+        key: QueueKey,
+        peer: &PeerAddr,
+        result: Result<RemotingCommand, Failure>,
+    ) {
+        let Some(q) = self.queues.get_mut(key) else { return };
+        q.pull_in_flight = false;
+        if self.state != RunState::Running {
+            // Shutting down: what this pull found is not consumed and its offset not moved.
+            return;
+        }
+        // Timeouts, lost connections, GO_AWAY: already reported; back off and retry.
+        let Ok(cmd) = result else {
+            self.stats.pull_errors += 1;
+            return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
+        };
+        let status = ResponseCode::from_i32(cmd.code);
+        let header = match status {
+            Some(
+                ResponseCode::Success
+                | ResponseCode::PullNotFound
+                | ResponseCode::PullRetryImmediately
+                | ResponseCode::PullOffsetMoved,
+            ) => match cmd.header::<PullMessageResponseHeader>() {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    self.emit(Event::BrokerError {
+                        peer: peer.clone(),
+                        request_code: crate::RequestCode::PullMessage as i32,
+                        code: cmd.code,
+                        remark: e.to_string(),
+                    });
+                    None
+                }
+            },
+            _ => None,
+        };
+        let Some(h) = header else {
+            self.stats.pull_errors += 1;
+            let delay = match status {
+                Some(ResponseCode::FlowControl) => BROKER_FLOW_CONTROL_DELAY,
+                Some(
+                    ResponseCode::Success
+                    | ResponseCode::PullNotFound
+                    | ResponseCode::PullRetryImmediately
+                    | ResponseCode::PullOffsetMoved,
+                ) => self.cfg.pull_time_delay_when_exception,
+                other => {
+                    if matches!(
+                        other,
+                        Some(
+                            ResponseCode::SubscriptionNotExist
+                                | ResponseCode::SubscriptionNotLatest
+                                | ResponseCode::SubscriptionGroupNotExist
+                        )
+                    ) {
+                        // The broker does not know our subscription: heartbeat before the next pull.
+                        self.mark_unregistered(peer);
+                    }
+                    self.emit(Event::BrokerError {
+                        peer: peer.clone(),
+                        request_code: crate::RequestCode::PullMessage as i32,
+                        code: cmd.code,
+                        remark: cmd.remark_str().to_owned(),
+                    });
+                    self.cfg.pull_time_delay_when_exception
+                }
+            };
+            return self.retry_pull_later(key, delay);
+        };
+        match status {
+            Some(ResponseCode::Success) => self.on_found(key, &h, cmd),
+            Some(ResponseCode::PullOffsetMoved) => self.on_offset_moved(key, h.next_begin_offset),
+            // NO_NEW_MSG / NO_MATCHED_MSG: move on; an empty cache commits the skipped range.
+            _ => {
+                if let Some(q) = self.queues.get_mut(key) {
+                    q.next_offset = h.next_begin_offset;
+                    q.suggest_broker_id = h.suggest_which_broker_id;
+                }
+                self.update_commit(key);
+                self.try_pull(key);
+            }
+        }
+    }
+
+    fn on_found(&mut self, key: QueueKey, h: &PullMessageResponseHeader, cmd: RemotingCommand) {
+        let msgs = match decode_messages(&cmd.body, &self.cfg.decode) {
+            Ok(m) => m,
+            Err(e) => {
+                // Never skip what cannot be read: report, keep the offset, try again.
+                let queue = self.queues.get(key).map(|q| q.user_mq.clone());
+                if let Some(queue) = queue {
+                    self.emit(Event::CorruptPull { queue, error: e.to_string() });
+                }
+                self.stats.pull_errors += 1;
+                return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
+            }
+        };
+        let retry_topic = crate::producer::retry_topic(&self.group);
+        let Some(q) = self.queues.get(key) else { return };
+        let sub = self.subs.get(&*q.mq.topic);
+        let delta = h.offset_delta.unwrap_or(0);
+        let mut accepted: Vec<MessageExt> = Vec::with_capacity(msgs.len());
+        for mut m in msgs {
+            // Client-side re-filter: the broker filters by tag hash, which can collide.
+            if sub.is_some_and(|s| !s.matches_tag(m.tags())) {
+                continue;
+            }
+            m.queue_offset += delta;
+            // A retry message carries its original topic (resetRetryAndNamespace).
+            if *m.topic == *retry_topic {
+                if let Some(original) = m.properties.get(keys::RETRY_TOPIC) {
+                    m.topic = self.ns.unwrap(original).into();
+                }
+            } else if self.cfg.namespace.is_some() {
+                let plain = self.ns.unwrap(&m.topic);
+                if plain.len() != m.topic.len() {
+                    m.topic = plain.into();
+                }
+            }
+            accepted.push(m);
+        }
+        let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
+        let state = if orderly { EntryState::Ready } else { EntryState::InFlight };
+        let Some(q) = self.queues.get_mut(key) else { return };
+        q.next_offset = h.next_begin_offset;
+        q.suggest_broker_id = h.suggest_which_broker_id;
+        let mut fresh = Vec::with_capacity(accepted.len());
+        for m in accepted {
+            let o = m.queue_offset;
+            if q.pq.put(m, state) {
+                fresh.push(o);
+            }
+        }
+        self.stats.pulled += fresh.len() as u64;
+        if !fresh.is_empty() && !orderly {
+            self.dispatch(key, &fresh);
+        }
+        self.update_commit(key);
+        if self.cfg.pull_interval.is_zero() {
+            self.try_pull(key);
+        } else {
+            self.retry_pull_later(key, self.cfg.pull_interval);
+        }
+    }
+
+    /// PULL_OFFSET_MOVED: the broker says the queue continues at `to` (out of range, or an admin
+    /// reset, which 5.x brokers deliver this way). Cached and in-flight work of the queue is
+    /// dropped (its results are discarded), the new offset is committed, and pulling resumes.
+    pub(super) fn on_offset_moved(&mut self, key: QueueKey, to: i64) {
+        let Some(q) = self.queues.get(key) else { return };
+        let from = q.next_offset;
+        let (mq, user_mq) = (q.mq.clone(), q.user_mq.clone());
+        self.emit(Event::OffsetMoved { queue: user_mq.clone(), from, to });
+        self.timers.stop(Timer::Pull(key));
+        self.timers.stop(Timer::ComputeOffset(key));
+        self.queues.remove(key);
+        let key = self.queues.insert(mq, user_mq);
+        if let Some(q) = self.queues.get_mut(key) {
+            q.phase = Phase::Pulling;
+            q.next_offset = to;
+            q.offset.force(to);
+        }
+        self.persist_queue(key, Persist::Now);
+        self.try_pull(key);
+    }
+
+    /// Raise the committable offset to the watermark (concurrent mode).
+    pub(super) fn update_commit(&mut self, key: QueueKey) {
+        if self.cfg.consume_mode == ConsumeMode::Orderly {
+            return;
+        }
+        if let Some(q) = self.queues.get_mut(key) {
+            if q.phase == Phase::Pulling {
+                let w = q.pq.watermark(q.next_offset);
+                q.offset.advance(w);
+            }
+        }
+    }
+}

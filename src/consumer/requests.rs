@@ -1,0 +1,271 @@
+//! Requests in flight: opaque allocation, the pending table, request timeouts, and the
+//! per-broker registration gate.
+//!
+//! A broker keys a consumer's registration by TCP channel, so after a (re)connection the broker
+//! does not know us until a heartbeat on that connection succeeds; a pull before it fails with
+//! SUBSCRIPTION_NOT_EXIST. Every request to a broker therefore passes the gate: sent at once when
+//! the peer is registered, otherwise parked until a heartbeat comes back.
+
+use std::time::Duration;
+
+use super::Consumer;
+use crate::event::{Action, Event, PeerAddr, Request, Transmit};
+use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::timer::{QueueKey, Timer};
+
+/// What a pending request was for: where its answer goes.
+#[derive(Clone, Debug)]
+pub(super) enum PendingKind {
+    Route { topic: String },
+    Heartbeat,
+    ConsumerList { topic: String },
+    QueryOffset { key: QueueKey },
+    MaxOffset { key: QueueKey },
+    SearchOffset { key: QueueKey },
+    Pull { key: QueueKey },
+    SendBack { id: u64 },
+    RetrySend { id: u64 },
+    UpdateOffset { key: QueueKey, offset: i64, shutdown: bool },
+    Unregister,
+}
+
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) peer: PeerAddr,
+    pub(super) code: i32,
+    pub(super) kind: PendingKind,
+}
+
+/// A request waiting for its broker's registration.
+#[derive(Debug)]
+pub(super) enum Deferred {
+    /// Rebuilt from the queue's state when sent, so it is never stale.
+    Pull(QueueKey),
+    Request {
+        request: Box<Request>,
+        kind: PendingKind,
+        timeout: Duration,
+    },
+}
+
+#[derive(Debug, Default)]
+pub(super) struct PeerState {
+    /// A heartbeat succeeded on the current connection.
+    pub(super) registered: bool,
+    pub(super) heartbeat_in_flight: bool,
+    pub(super) deferred: Vec<Deferred>,
+    /// The broker's `version` from its heartbeat answer.
+    pub(super) version: i32,
+}
+
+/// Why a request got no usable answer.
+#[derive(Debug)]
+pub(super) enum Failure {
+    Timeout,
+    Disconnected,
+    Code(RemotingCommand),
+}
+
+impl Consumer {
+    fn next_opaque(&mut self) -> i32 {
+        let o = self.next_opaque;
+        // Positive and never 0: 0 is what replies without an opaque would carry.
+        self.next_opaque = if o == i32::MAX { 1 } else { o + 1 };
+        o
+    }
+
+    /// Transmit now, registering the pending entry and its timeout.
+    pub(super) fn transmit(
+        &mut self,
+        peer: PeerAddr,
+        request: Request,
+        kind: PendingKind,
+        timeout: Duration,
+    ) {
+        let opaque = self.next_opaque();
+        let code = request.code();
+        self.pending.insert(opaque, Pending { peer: peer.clone(), code, kind });
+        self.timers.set(Timer::Request(opaque), self.now + timeout);
+        self.actions.push_back(Action::Transmit(Transmit {
+            peer,
+            opaque,
+            oneway: false,
+            serialize_type: self.cfg.serialize_type,
+            request,
+        }));
+    }
+
+    /// Transmit a oneway request or a reply: nothing is pending.
+    pub(super) fn transmit_oneway(&mut self, peer: PeerAddr, request: Request) {
+        let opaque = if matches!(request, Request::Reply(_)) { 0 } else { self.next_opaque() };
+        let oneway = !matches!(request, Request::Reply(_));
+        self.actions.push_back(Action::Transmit(Transmit {
+            peer,
+            opaque,
+            oneway,
+            serialize_type: self.cfg.serialize_type,
+            request,
+        }));
+    }
+
+    /// Send to a broker through the registration gate.
+    pub(super) fn send_to_broker(
+        &mut self,
+        peer: PeerAddr,
+        request: Request,
+        kind: PendingKind,
+        timeout: Duration,
+    ) {
+        if self.peer(&peer).registered {
+            self.transmit(peer, request, kind, timeout);
+        } else {
+            self.peer(&peer).deferred.push(Deferred::Request { request: Box::new(request), kind, timeout });
+            self.ensure_heartbeat(&peer);
+        }
+    }
+
+    /// Queue a pull of `key` behind the gate of `peer` (true if parked).
+    pub(super) fn park_pull_until_registered(&mut self, peer: &PeerAddr, key: QueueKey) -> bool {
+        if self.peer(peer).registered {
+            return false;
+        }
+        self.peer(peer).deferred.push(Deferred::Pull(key));
+        self.ensure_heartbeat(peer);
+        true
+    }
+
+    pub(super) fn peer(&mut self, peer: &PeerAddr) -> &mut PeerState {
+        self.peers.entry(peer.clone()).or_default()
+    }
+
+    /// Registration confirmed: release everything parked.
+    pub(super) fn on_registered(&mut self, peer: &PeerAddr, version: i32) {
+        let state = self.peer(peer);
+        state.registered = true;
+        state.version = version;
+        let deferred = std::mem::take(&mut state.deferred);
+        for d in deferred {
+            match d {
+                Deferred::Pull(key) => self.try_pull(key),
+                Deferred::Request { request, kind, timeout } => {
+                    self.transmit(peer.clone(), *request, kind, timeout)
+                }
+            }
+        }
+    }
+
+    /// A broker no longer knows us (connection gone, or it said so).
+    pub(super) fn mark_unregistered(&mut self, peer: &PeerAddr) {
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.registered = false;
+        }
+    }
+
+    pub(super) fn on_response(&mut self, peer: PeerAddr, cmd: RemotingCommand) {
+        let known = self.pending.get(&cmd.opaque).is_some_and(|p| p.peer == peer);
+        if !known {
+            // Late (timed out), duplicated, or not ours: nothing depends on it.
+            self.emit(Event::UnexpectedResponse { peer, opaque: cmd.opaque });
+            return;
+        }
+        let Some(p) = self.pending.remove(&cmd.opaque) else { return };
+        self.timers.stop(Timer::Request(cmd.opaque));
+        if cmd.code == ResponseCode::GoAway as i32 {
+            // The broker is shutting down: treat as a failure; the connection will drop.
+            self.on_failure(p, Failure::Code(cmd));
+            return;
+        }
+        self.on_answer(p, cmd);
+    }
+
+    fn on_answer(&mut self, p: Pending, cmd: RemotingCommand) {
+        match p.kind {
+            PendingKind::Route { topic } => self.on_route(&p.peer, &topic, Ok(cmd)),
+            PendingKind::Heartbeat => self.on_heartbeat(&p.peer, Ok(cmd)),
+            PendingKind::ConsumerList { topic } => self.on_consumer_list(&p.peer, &topic, Ok(cmd)),
+            PendingKind::QueryOffset { key } => self.on_query_offset(key, &p.peer, Ok(cmd)),
+            PendingKind::MaxOffset { key } => self.on_found_start_offset(key, &p.peer, p.code, Ok(cmd)),
+            PendingKind::SearchOffset { key } => self.on_found_start_offset(key, &p.peer, p.code, Ok(cmd)),
+            PendingKind::Pull { key } => self.on_pull(key, &p.peer, Ok(cmd)),
+            PendingKind::SendBack { id } => self.on_send_back(id, &p.peer, Ok(cmd)),
+            PendingKind::RetrySend { id } => self.on_retry_send(id, &p.peer, Ok(cmd)),
+            PendingKind::UpdateOffset { key, offset, shutdown } => {
+                self.on_update_offset(key, offset, shutdown, &p.peer, Ok(cmd))
+            }
+            PendingKind::Unregister => self.on_unregistered(&p.peer, Ok(cmd)),
+        }
+    }
+
+    pub(super) fn on_failure(&mut self, p: Pending, f: Failure) {
+        match &f {
+            Failure::Timeout => {
+                self.emit(Event::RequestTimeout { peer: p.peer.clone(), request_code: p.code })
+            }
+            Failure::Code(cmd) => self.emit(Event::BrokerError {
+                peer: p.peer.clone(),
+                request_code: p.code,
+                code: cmd.code,
+                remark: cmd.remark_str().to_owned(),
+            }),
+            Failure::Disconnected => {}
+        }
+        match p.kind {
+            PendingKind::Route { topic } => self.on_route(&p.peer, &topic, Err(f)),
+            PendingKind::Heartbeat => self.on_heartbeat(&p.peer, Err(f)),
+            PendingKind::ConsumerList { topic } => self.on_consumer_list(&p.peer, &topic, Err(f)),
+            PendingKind::QueryOffset { key } => self.on_query_offset(key, &p.peer, Err(f)),
+            PendingKind::MaxOffset { key } | PendingKind::SearchOffset { key } => {
+                self.on_found_start_offset(key, &p.peer, p.code, Err(f))
+            }
+            PendingKind::Pull { key } => self.on_pull(key, &p.peer, Err(f)),
+            PendingKind::SendBack { id } => self.on_send_back(id, &p.peer, Err(f)),
+            PendingKind::RetrySend { id } => self.on_retry_send(id, &p.peer, Err(f)),
+            PendingKind::UpdateOffset { key, offset, shutdown } => {
+                self.on_update_offset(key, offset, shutdown, &p.peer, Err(f))
+            }
+            PendingKind::Unregister => self.on_unregistered(&p.peer, Err(f)),
+        }
+    }
+
+    pub(super) fn on_request_timeout(&mut self, opaque: i32) {
+        if let Some(p) = self.pending.remove(&opaque) {
+            self.on_failure(p, Failure::Timeout);
+        }
+    }
+
+    /// The connection to `peer` is gone: every request in flight to it fails now (in opaque
+    /// order, for determinism) and the broker forgets our registration.
+    pub(super) fn on_disconnected(&mut self, peer: &PeerAddr) {
+        self.mark_unregistered(peer);
+        if let Some(p) = self.peers.get_mut(peer) {
+            p.heartbeat_in_flight = false;
+        }
+        let mut gone: Vec<i32> =
+            self.pending.iter().filter(|(_, p)| &p.peer == peer).map(|(o, _)| *o).collect();
+        gone.sort_unstable();
+        for opaque in gone {
+            self.timers.stop(Timer::Request(opaque));
+            if let Some(p) = self.pending.remove(&opaque) {
+                self.on_failure(p, Failure::Disconnected);
+            }
+        }
+        // Anything parked for this peer failed with the heartbeat (see `fail_parked`) and retries
+        // on its own schedule: never an immediate reconnect loop.
+    }
+
+    /// The registration heartbeat failed: everything parked behind it fails too, and each request
+    /// kind retries with its own back-off (a pull after 1 s, an offset query after 1 s, a
+    /// send-back falls back to the retry topic, …).
+    pub(super) fn fail_parked(&mut self, peer: &PeerAddr) {
+        let parked = std::mem::take(&mut self.peer(peer).deferred);
+        for d in parked {
+            match d {
+                Deferred::Pull(key) => self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception),
+                Deferred::Request { request, kind, .. } => {
+                    let p = Pending { peer: peer.clone(), code: request.code(), kind };
+                    self.on_failure(p, Failure::Disconnected);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! What goes in and out of the [`Consumer`](crate::Consumer): inputs, actions, events.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::codec::{DecodeError, encode_frame};
+use crate::message::{MessageExt, MessageQueue};
+use crate::protocol::body::{HeartbeatData, JsonBody, LockBatchRequestBody};
+use crate::protocol::header::{
+    ConsumerSendMsgBackRequestHeader, GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader,
+    GetRouteInfoRequestHeader, PullMessageRequestHeader, QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader, SendMessageRequestHeaderV2, UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+};
+use crate::protocol::{
+    CLIENT_VERSION, FLAG_ONEWAY, LanguageCode, RemotingCommand, RequestCode, SerializeType,
+};
+
+/// A peer address, `host:port`: a name server or a broker. Adapters connect to it lazily.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PeerAddr(Arc<str>);
+
+impl PeerAddr {
+    /// The address.
+    pub fn new(addr: impl Into<Arc<str>>) -> Self {
+        Self(addr.into())
+    }
+
+    /// As text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for PeerAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for PeerAddr {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+/// Identifies one [`Batch`] handed to user code; answer it with [`Input::ConsumeResult`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BatchId(pub u64);
+
+impl fmt::Display for BatchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "batch#{}", self.0)
+    }
+}
+
+/// Everything the core reacts to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Input {
+    /// A decoded frame from a peer: a response to one of our requests, or a request the broker sends.
+    Frame {
+        /// Where it came from.
+        peer: PeerAddr,
+        /// The frame.
+        command: RemotingCommand,
+    },
+    /// A connection to `peer` is up.
+    Connected {
+        /// The peer.
+        peer: PeerAddr,
+    },
+    /// A connection to `peer` is gone (or never came up). Requests in flight to it fail now.
+    Disconnected {
+        /// The peer.
+        peer: PeerAddr,
+        /// Why.
+        reason: DisconnectReason,
+    },
+    /// User code finished a batch.
+    ConsumeResult {
+        /// The batch.
+        batch: BatchId,
+        /// Its outcome.
+        result: ConsumeResult,
+    },
+    /// A command from the application.
+    Command(Command),
+}
+
+/// Why a connection ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DisconnectReason {
+    /// The peer closed it, or it reset.
+    Closed,
+    /// It could not be opened.
+    ConnectFailed(String),
+    /// Bytes from the peer did not decode; the adapter closed it.
+    Decode(DecodeError),
+    /// The core asked for it ([`Action::Disconnect`]).
+    Requested,
+}
+
+/// Application commands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Command {
+    /// Stop pulling until [`Command::Resume`] (in-flight batches finish normally).
+    Suspend,
+    /// Resume pulling.
+    Resume,
+    /// Add or replace a TAG subscription.
+    Subscribe {
+        /// Topic.
+        topic: String,
+        /// Expression.
+        expression: String,
+    },
+    /// Drop a subscription: its queues are persisted and released.
+    Unsubscribe {
+        /// Topic.
+        topic: String,
+    },
+    /// Graceful shutdown: stop pulling, wait for in-flight batches (up to
+    /// `awaitTerminationMillisWhenShutdown`), persist offsets, unregister, then `Event::Terminated`.
+    Shutdown,
+}
+
+/// What a listener returns (`ConsumeConcurrentlyStatus` / `ConsumeOrderlyStatus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConsumeStatus {
+    /// `CONSUME_SUCCESS` / orderly `SUCCESS`.
+    Success,
+    /// `RECONSUME_LATER`: send the batch (from `ack_index + 1`) back for a later retry.
+    ReconsumeLater,
+    /// Orderly `SUSPEND_CURRENT_QUEUE_A_MOMENT`: retry this batch after a pause, in order.
+    SuspendCurrentQueueAMoment,
+}
+
+/// A listener's answer for one batch, with the context fields Java lets it set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsumeResult {
+    /// The status.
+    pub status: ConsumeStatus,
+    /// `ConsumeConcurrentlyContext.ackIndex`: with `Success`, messages after this index failed.
+    /// `None` = all succeeded.
+    pub ack_index: Option<usize>,
+    /// `delayLevelWhenNextConsume`: 0 = broker chooses (3 + reconsume times), −1 = dead-letter now.
+    pub delay_level: i32,
+    /// Orderly `suspendCurrentQueueTimeMillis` override.
+    pub suspend_millis: Option<u64>,
+}
+
+impl ConsumeResult {
+    /// Everything succeeded.
+    pub const SUCCESS: Self =
+        Self { status: ConsumeStatus::Success, ack_index: None, delay_level: 0, suspend_millis: None };
+    /// Retry the whole batch later.
+    pub const LATER: Self =
+        Self { status: ConsumeStatus::ReconsumeLater, ack_index: None, delay_level: 0, suspend_millis: None };
+
+    /// From a bare status.
+    pub fn from_status(status: ConsumeStatus) -> Self {
+        Self { status, ..Self::SUCCESS }
+    }
+}
+
+impl From<ConsumeStatus> for ConsumeResult {
+    fn from(status: ConsumeStatus) -> Self {
+        Self::from_status(status)
+    }
+}
+
+/// Why a batch is being delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchKind {
+    /// Normal concurrent consumption.
+    Concurrent,
+    /// Orderly consumption: the next batch of this queue waits for this one.
+    Orderly,
+    /// CONSUME_MESSAGE_DIRECTLY from an admin tool: offsets are not touched.
+    Direct,
+}
+
+/// Messages to run through user code.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    /// Answer with this id.
+    pub id: BatchId,
+    /// The queue the messages came from.
+    pub queue: MessageQueue,
+    /// The messages, in offset order. Retry messages carry their original topic.
+    pub messages: Vec<MessageExt>,
+    /// Concurrent, orderly or direct.
+    pub kind: BatchKind,
+}
+
+/// What the adapter should do next.
+#[derive(Debug)]
+#[must_use]
+#[non_exhaustive]
+pub enum Action {
+    /// Send a request to `peer` (connect first if needed).
+    Transmit(Transmit),
+    /// Run user code on a batch, then answer with [`Input::ConsumeResult`].
+    Dispatch(Batch),
+    /// Close the connection to `peer`.
+    Disconnect {
+        /// The peer.
+        peer: PeerAddr,
+    },
+    /// Broadcasting mode: store these local offsets (atomically); give them back with
+    /// [`Consumer::restore_local_offsets`](crate::Consumer::restore_local_offsets) at the next start.
+    PersistLocalOffsets(Vec<(MessageQueue, i64)>),
+    /// Something the application may want to know or log.
+    Event(Event),
+}
+
+/// A request for the adapter to write.
+#[derive(Clone, Debug)]
+pub struct Transmit {
+    /// Destination.
+    pub peer: PeerAddr,
+    /// The request id (`opaque`); 0 for replies, which carry their own.
+    pub opaque: i32,
+    /// No response expected.
+    pub oneway: bool,
+    /// Header encoding.
+    pub serialize_type: SerializeType,
+    /// What to send.
+    pub request: Request,
+}
+
+/// The typed requests the consumer sends.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Request {
+    /// GET_ROUTEINFO_BY_TOPIC.
+    GetRouteInfo(GetRouteInfoRequestHeader),
+    /// HEART_BEAT.
+    HeartBeat(Arc<HeartbeatData>),
+    /// UNREGISTER_CLIENT.
+    UnregisterClient(UnregisterClientRequestHeader),
+    /// GET_CONSUMER_LIST_BY_GROUP.
+    GetConsumerList(GetConsumerListByGroupRequestHeader),
+    /// QUERY_CONSUMER_OFFSET.
+    QueryConsumerOffset(QueryConsumerOffsetRequestHeader),
+    /// UPDATE_CONSUMER_OFFSET.
+    UpdateConsumerOffset(UpdateConsumerOffsetRequestHeader),
+    /// GET_MAX_OFFSET.
+    GetMaxOffset(GetMaxOffsetRequestHeader),
+    /// SEARCH_OFFSET_BY_TIMESTAMP.
+    SearchOffset(SearchOffsetRequestHeader),
+    /// PULL_MESSAGE.
+    PullMessage(PullMessageRequestHeader),
+    /// CONSUMER_SEND_MSG_BACK.
+    SendMsgBack(ConsumerSendMsgBackRequestHeader),
+    /// SEND_MESSAGE_V2: the send-back fallback.
+    SendMessage {
+        /// Header.
+        header: SendMessageRequestHeaderV2,
+        /// Body.
+        body: Bytes,
+    },
+    /// LOCK_BATCH_MQ.
+    LockBatchMq(LockBatchRequestBody),
+    /// UNLOCK_BATCH_MQ.
+    UnlockBatchMq(LockBatchRequestBody),
+    /// An answer to a broker-initiated request (opaque and flags already set).
+    Reply(RemotingCommand),
+}
+
+impl Request {
+    /// The request code.
+    pub fn code(&self) -> i32 {
+        let c = match self {
+            Self::GetRouteInfo(_) => RequestCode::GetRouteInfoByTopic,
+            Self::HeartBeat(_) => RequestCode::HeartBeat,
+            Self::UnregisterClient(_) => RequestCode::UnregisterClient,
+            Self::GetConsumerList(_) => RequestCode::GetConsumerListByGroup,
+            Self::QueryConsumerOffset(_) => RequestCode::QueryConsumerOffset,
+            Self::UpdateConsumerOffset(_) => RequestCode::UpdateConsumerOffset,
+            Self::GetMaxOffset(_) => RequestCode::GetMaxOffset,
+            Self::SearchOffset(_) => RequestCode::SearchOffsetByTimestamp,
+            Self::PullMessage(_) => RequestCode::PullMessage,
+            Self::SendMsgBack(_) => RequestCode::ConsumerSendMsgBack,
+            Self::SendMessage { .. } => RequestCode::SendMessageV2,
+            Self::LockBatchMq(_) => RequestCode::LockBatchMq,
+            Self::UnlockBatchMq(_) => RequestCode::UnlockBatchMq,
+            Self::Reply(r) => return r.code,
+        };
+        c as i32
+    }
+
+    /// A short name for logs and transcripts, e.g. `PullMessage`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::GetRouteInfo(_) => "GetRouteInfoByTopic",
+            Self::HeartBeat(_) => "HeartBeat",
+            Self::UnregisterClient(_) => "UnregisterClient",
+            Self::GetConsumerList(_) => "GetConsumerListByGroup",
+            Self::QueryConsumerOffset(_) => "QueryConsumerOffset",
+            Self::UpdateConsumerOffset(_) => "UpdateConsumerOffset",
+            Self::GetMaxOffset(_) => "GetMaxOffset",
+            Self::SearchOffset(_) => "SearchOffsetByTimestamp",
+            Self::PullMessage(_) => "PullMessage",
+            Self::SendMsgBack(_) => "ConsumerSendMsgBack",
+            Self::SendMessage { .. } => "SendMessageV2",
+            Self::LockBatchMq(_) => "LockBatchMq",
+            Self::UnlockBatchMq(_) => "UnlockBatchMq",
+            Self::Reply(_) => "Reply",
+        }
+    }
+}
+
+impl Transmit {
+    /// The frame to write.
+    pub fn to_command(&self) -> RemotingCommand {
+        let mut cmd = match &self.request {
+            Request::Reply(r) => return r.clone(),
+            Request::GetRouteInfo(h) => with(h),
+            Request::HeartBeat(b) => bare().with_body(b.encode()),
+            Request::UnregisterClient(h) => with(h),
+            Request::GetConsumerList(h) => with(h),
+            Request::QueryConsumerOffset(h) => with(h),
+            Request::UpdateConsumerOffset(h) => with(h),
+            Request::GetMaxOffset(h) => with(h),
+            Request::SearchOffset(h) => with(h),
+            Request::PullMessage(h) => with(h),
+            Request::SendMsgBack(h) => with(h),
+            Request::SendMessage { header, body } => with(header).with_body(body.clone()),
+            Request::LockBatchMq(b) | Request::UnlockBatchMq(b) => bare().with_body(b.encode()),
+        };
+        cmd.code = self.request.code();
+        cmd.opaque = self.opaque;
+        cmd.language = LanguageCode::RUST;
+        cmd.version = CLIENT_VERSION;
+        cmd.serialize_type = self.serialize_type;
+        if self.oneway {
+            cmd.flag |= FLAG_ONEWAY;
+        }
+        cmd
+    }
+
+    /// Append the frame to `dst`.
+    pub fn encode(&self, dst: &mut BytesMut) {
+        encode_frame(&self.to_command(), dst);
+    }
+}
+
+fn bare() -> RemotingCommand {
+    RemotingCommand::raw_request(0)
+}
+
+fn with<H: crate::protocol::CommandHeader>(h: &H) -> RemotingCommand {
+    bare().with_header(h)
+}
+
+/// Things worth knowing; none needs an answer.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// Queues now consumed by this client.
+    QueuesAssigned {
+        /// Topic.
+        topic: String,
+        /// New queues.
+        queues: Vec<MessageQueue>,
+    },
+    /// Queues no longer consumed by this client (offsets persisted first).
+    QueuesRevoked {
+        /// Topic.
+        topic: String,
+        /// Released queues.
+        queues: Vec<MessageQueue>,
+    },
+    /// A broker or name server answered with an error code.
+    BrokerError {
+        /// The peer.
+        peer: PeerAddr,
+        /// The request's code.
+        request_code: i32,
+        /// The response code.
+        code: i32,
+        /// The remark.
+        remark: String,
+    },
+    /// A request got no answer in time.
+    RequestTimeout {
+        /// The peer.
+        peer: PeerAddr,
+        /// The request's code.
+        request_code: i32,
+    },
+    /// A name server does not know a subscribed topic.
+    TopicNotFound {
+        /// The topic.
+        topic: String,
+    },
+    /// The broker moved a queue's offset (out of range, or an admin reset).
+    OffsetMoved {
+        /// The queue.
+        queue: MessageQueue,
+        /// Where we were.
+        from: i64,
+        /// Where we continue.
+        to: i64,
+    },
+    /// A pull body did not decode; the pull is retried, the offset does not move.
+    CorruptPull {
+        /// The queue.
+        queue: MessageQueue,
+        /// What was wrong.
+        error: String,
+    },
+    /// A batch ran past `consumeTimeout`; its messages were sent back for retry.
+    ConsumeTimeout {
+        /// The batch.
+        batch: BatchId,
+        /// Its queue.
+        queue: MessageQueue,
+    },
+    /// A message could not be sent back nor re-sent to the retry topic; it is consumed again
+    /// locally after a delay.
+    LocalRetry {
+        /// The queue.
+        queue: MessageQueue,
+        /// The message's queue offset.
+        offset: i64,
+    },
+    /// Broadcasting: failed messages are not retried (as in Java).
+    FailedMessagesDropped {
+        /// The queue.
+        queue: MessageQueue,
+        /// How many.
+        count: usize,
+    },
+    /// A response that matched no request (late, duplicated or unknown); ignored.
+    UnexpectedResponse {
+        /// The peer.
+        peer: PeerAddr,
+        /// Its opaque.
+        opaque: i32,
+    },
+    /// Orderly: a queue could not be locked; it is not consumed until it is.
+    LockFailed {
+        /// The queue.
+        queue: MessageQueue,
+    },
+    /// Shutdown finished: nothing more will happen.
+    Terminated,
+}

@@ -1,0 +1,266 @@
+//! Invariants checked after every simulation step (and liveness at the end):
+//!
+//! 1. **Nothing is committed past unfinished work**: a broker's committed offset for a group's
+//!    queue never passes a message that was not consumed successfully, sent back (accepted by the
+//!    broker), filtered out by the subscription, or removed by retention.
+//! 2. **A consumer's commits never go down** while it holds a queue (piggy-backed and explicit
+//!    alike), except where the broker moved the queue (OFFSET_MOVED, reset).
+//! 3. **The cache stays bounded**: per queue, at most `pullThresholdForQueue` plus one pull batch.
+//! 4. **Every dispatch gets exactly one result** (checked where results are delivered).
+//! 5. **Liveness**, via [`Sim::all_done`](super::Sim::all_done): once faults heal, every produced
+//!    message is consumed successfully or dead-lettered.
+//!
+//! Commits across owners are not required to be monotonic: a broker stores whatever a client
+//! sends, so a former owner's last update landing after the new owner's can move it back. That
+//! costs duplicates, never messages, and invariant 1 still holds.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::broker::ConnId;
+use super::world::{Consumed, Sim};
+use crate::ConsumerConfig;
+use crate::event::Event;
+use crate::message::{DecodeOptions, MessageQueue, decode_message, keys};
+use crate::namespace::Namespace;
+use crate::producer::retry_topic;
+use crate::protocol::body::SubscriptionData;
+use crate::protocol::header::{
+    ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader, SendMessageRequestHeaderV2,
+    UpdateConsumerOffsetRequestHeader,
+};
+use crate::protocol::{ExpressionType, PullSysFlag, RemotingCommand, RequestCode, ResponseCode};
+
+#[derive(Debug)]
+enum Tracked {
+    SendBack { broker: String, commit_log_offset: i64 },
+    RetrySend { key: String, reconsume: i32 },
+}
+
+#[derive(Debug, Default)]
+struct Group {
+    ns: Namespace,
+    subs: BTreeMap<String, SubscriptionData>,
+    threshold: usize,
+    batch: usize,
+    threshold_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Checker {
+    groups: BTreeMap<String, Group>,
+    consumer_group: HashMap<usize, String>,
+    commits: HashMap<(usize, MessageQueue), i64>,
+    ok: HashSet<(MessageQueue, i64)>,
+    ok_keys: HashSet<String>,
+    tracked: HashMap<(ConnId, i32), Tracked>,
+    sent_back_phys: HashSet<(String, i64)>,
+    sent_back_keys: HashSet<(String, i32)>,
+    verified: HashMap<(String, MessageQueue), i64>,
+    max_body: usize,
+    violation: Option<String>,
+}
+
+impl Checker {
+    pub(super) fn consumer_started(&mut self, i: usize, cfg: &ConsumerConfig) {
+        let ns = Namespace::new(cfg.namespace.clone());
+        let group = ns.wrap(&cfg.consumer_group);
+        let g = self.groups.entry(group.clone()).or_default();
+        g.ns = ns.clone();
+        for s in &cfg.subscriptions {
+            let t = ns.wrap(&s.topic);
+            g.subs.insert(t.clone(), SubscriptionData::build(&t, &s.expression, s.expression_type, 0));
+        }
+        let retry = retry_topic(&group);
+        g.subs.insert(retry.clone(), SubscriptionData::build(&retry, "*", ExpressionType::Tag, 0));
+        g.threshold = cfg.pull_threshold_for_queue;
+        g.batch = cfg.pull_batch_size as usize;
+        g.threshold_bytes = cfg.pull_threshold_size_for_queue_bytes();
+        self.consumer_group.insert(i, group);
+        self.commits.retain(|(c, _), _| *c != i);
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.violation.is_none() {
+            self.violation = Some(msg);
+        }
+    }
+
+    fn commit_sent(&mut self, i: usize, mq: MessageQueue, offset: i64, how: &str) {
+        let last = self.commits.entry((i, mq.clone())).or_insert(offset);
+        if offset < *last {
+            let msg = format!("consumer {i} committed {offset} after {} for {mq:?} ({how})", *last);
+            self.fail(msg);
+        } else {
+            *last = offset;
+        }
+    }
+
+    pub(super) fn on_request(&mut self, i: usize, conn: ConnId, broker: Option<&str>, cmd: &RemotingCommand) {
+        let Some(broker) = broker else { return };
+        match cmd.request_code() {
+            Some(RequestCode::PullMessage) => {
+                if let Ok(h) = cmd.header::<PullMessageRequestHeader>() {
+                    if PullSysFlag(h.sys_flag).has(PullSysFlag::COMMIT_OFFSET) {
+                        self.commit_sent(
+                            i,
+                            MessageQueue::new(h.topic, broker, h.queue_id),
+                            h.commit_offset,
+                            "pull",
+                        );
+                    }
+                }
+            }
+            Some(RequestCode::UpdateConsumerOffset) => {
+                if let Ok(h) = cmd.header::<UpdateConsumerOffsetRequestHeader>() {
+                    self.commit_sent(
+                        i,
+                        MessageQueue::new(h.topic, broker, h.queue_id),
+                        h.commit_offset,
+                        "update",
+                    );
+                }
+            }
+            Some(RequestCode::ConsumerSendMsgBack) => {
+                if let Ok(h) = cmd.header::<ConsumerSendMsgBackRequestHeader>() {
+                    let t = Tracked::SendBack { broker: broker.to_owned(), commit_log_offset: h.offset };
+                    self.tracked.insert((conn, cmd.opaque), t);
+                }
+            }
+            Some(RequestCode::SendMessageV2) => {
+                if let Ok(h) = cmd.header::<SendMessageRequestHeaderV2>() {
+                    let props = crate::message::Properties::from_wire(bytes::Bytes::from(
+                        h.properties.unwrap_or_default(),
+                    ));
+                    if let (Some(key), Some(r)) = (props.get(keys::UNIQ_KEY), h.reconsume_times) {
+                        let t = Tracked::RetrySend { key: key.to_owned(), reconsume: r - 1 };
+                        self.tracked.insert((conn, cmd.opaque), t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_broker_output(&mut self, conn: ConnId, cmd: &RemotingCommand) {
+        if !cmd.is_response() {
+            return;
+        }
+        let Some(t) = self.tracked.remove(&(conn, cmd.opaque)) else { return };
+        match t {
+            Tracked::SendBack { broker, commit_log_offset } if cmd.code == ResponseCode::Success as i32 => {
+                self.sent_back_phys.insert((broker, commit_log_offset));
+            }
+            Tracked::RetrySend { key, reconsume } if ResponseCode::is_send_ok(cmd.code) => {
+                self.sent_back_keys.insert((key, reconsume));
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_event(&mut self, i: usize, e: &Event) {
+        let Some(group) = self.consumer_group.get(&i) else { return };
+        let ns = self.groups.get(group).map(|g| g.ns.clone()).unwrap_or_default();
+        let wire = |q: &MessageQueue| MessageQueue::new(ns.wrap(&q.topic), q.broker_name.clone(), q.queue_id);
+        let reset: Vec<MessageQueue> = match e {
+            Event::QueuesAssigned { queues, .. } | Event::QueuesRevoked { queues, .. } => {
+                queues.iter().map(wire).collect()
+            }
+            Event::OffsetMoved { queue, .. } => vec![wire(queue)],
+            _ => return,
+        };
+        for q in reset {
+            self.commits.remove(&(i, q));
+        }
+    }
+
+    pub(super) fn on_consumed(&mut self, c: &Consumed) {
+        if c.ok {
+            let group = self.consumer_group.get(&c.consumer);
+            let ns = group.and_then(|g| self.groups.get(g)).map(|g| g.ns.clone()).unwrap_or_default();
+            let q = MessageQueue::new(ns.wrap(&c.queue.topic), c.queue.broker_name.clone(), c.queue.queue_id);
+            self.ok.insert((q, c.offset));
+            self.ok_keys.insert(c.key.clone());
+        }
+    }
+
+    fn finished(&self, sim: &Sim, group: &Group, broker: usize, mq: &MessageQueue, offset: i64) -> bool {
+        let b = &sim.brokers[broker];
+        if offset < b.min_offset(&mq.topic, mq.queue_id) || self.ok.contains(&(mq.clone(), offset)) {
+            return true;
+        }
+        let Some(record) = b.record(&mq.topic, mq.queue_id, offset) else { return false };
+        let Ok(m) = decode_message(&record, &DecodeOptions::default()) else { return false };
+        if group.subs.get(&*mq.topic).is_some_and(|s| !s.matches_tag(m.tags())) {
+            return true;
+        }
+        self.sent_back_phys.contains(&(b.name().to_owned(), m.commit_log_offset))
+            || self.sent_back_keys.contains(&(m.msg_id().into_owned(), m.reconsume_times))
+    }
+
+    pub(super) fn check(&mut self, sim: &Sim) -> Result<(), String> {
+        if let Some(v) = self.violation.take() {
+            return Err(v);
+        }
+        // 1. Committed offsets never pass unfinished work.
+        for (group_name, group) in &self.groups {
+            for (bi, b) in sim.brokers.iter().enumerate() {
+                for topic in group.subs.keys() {
+                    let Some(q) =
+                        group.subs.get(topic).and_then(|_| b.topics().into_iter().find(|(t, _)| t == topic))
+                    else {
+                        continue;
+                    };
+                    for queue_id in 0..q.1 {
+                        let Some(committed) = b.committed_offset(group_name, topic, queue_id) else {
+                            continue;
+                        };
+                        let mq = MessageQueue::new(topic.as_str(), b.name(), queue_id);
+                        let key = (group_name.clone(), mq.clone());
+                        let from = self.verified.get(&key).copied().unwrap_or(0).min(committed);
+                        let mut off = from.max(b.min_offset(topic, queue_id));
+                        while off < committed {
+                            if !self.finished(sim, group, bi, &mq, off) {
+                                return Err(format!(
+                                    "{group_name} committed {committed} on {mq:?} but offset {off} is not finished"
+                                ));
+                            }
+                            off += 1;
+                        }
+                        self.verified.insert(key, committed);
+                    }
+                }
+            }
+        }
+        // 3. Bounded caches.
+        for (i, c) in sim.consumers.iter().enumerate() {
+            let Some(consumer) = &c.consumer else { continue };
+            let Some(group) = self.consumer_group.get(&i).and_then(|g| self.groups.get(g)) else { continue };
+            for s in consumer.queue_snapshots() {
+                if s.cached_count > group.threshold + group.batch {
+                    return Err(format!("consumer {i} caches {} messages on {:?}", s.cached_count, s.queue));
+                }
+                if s.cached_bytes > group.threshold_bytes + group.batch * self.max_body.max(4 << 20) {
+                    return Err(format!("consumer {i} caches {} bytes on {:?}", s.cached_bytes, s.queue));
+                }
+                if s.pulling && s.commit_offset > s.watermark {
+                    return Err(format!(
+                        "consumer {i} would commit {} above its watermark {} on {:?}",
+                        s.commit_offset, s.watermark, s.queue
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every produced message consumed successfully at least once, or dead-lettered.
+    pub(super) fn all_done(&self, sim: &Sim) -> bool {
+        let mut dead: HashSet<String> = HashSet::new();
+        for g in self.groups.keys() {
+            for m in sim.dead_lettered(g) {
+                dead.insert(m.msg_id().into_owned());
+            }
+        }
+        sim.produced.iter().all(|p| self.ok_keys.contains(&p.key) || dead.contains(&p.key))
+    }
+}

@@ -1,0 +1,879 @@
+//! The simulated world: the network between consumers and servers, scheduled faults, the
+//! listener, and the stepping loop.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+
+use super::broker::{ConnId, SimBroker, SimBrokerConfig};
+use super::invariants::Checker;
+use super::name_server::SimNameServer;
+use super::rng::SimRng;
+use crate::codec::RemotingCodec;
+use crate::config::ConsumerConfigBuilder;
+use crate::event::{
+    Action, Batch, BatchId, ConsumeResult, DisconnectReason, Event, Input, PeerAddr, Transmit,
+};
+use crate::message::{Message, MessageQueue, keys};
+use crate::protocol::RemotingCommand;
+use crate::{ClientId, Command, Consumer};
+
+/// What the listener decided for a batch, and how long user code took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The result handed back.
+    pub result: ConsumeResult,
+    /// How long the listener runs before answering.
+    pub took: Duration,
+}
+
+impl Verdict {
+    /// Instant success.
+    pub const OK: Self = Self { result: ConsumeResult::SUCCESS, took: Duration::ZERO };
+    /// Instant "reconsume later".
+    pub const LATER: Self = Self { result: ConsumeResult::LATER, took: Duration::ZERO };
+}
+
+/// User code in the simulation: (consumer index, batch, rng) → verdict.
+pub type Listener = Box<dyn FnMut(usize, &Batch, &mut SimRng) -> Verdict>;
+
+/// Network fault rates, applied to every frame a server sends to a consumer.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Faults {
+    /// Probability a frame is lost (the request then times out).
+    pub drop: f64,
+    /// Probability a frame is delivered twice.
+    pub duplicate: f64,
+    /// Probability a frame is held back by `delay_by`.
+    pub delay: f64,
+    /// Extra delay for delayed frames.
+    pub delay_by: Duration,
+}
+
+/// A fault scheduled at a point in virtual time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Close every connection to broker `i`.
+    ResetBroker(usize),
+    /// Restart broker `i`; it refuses connections for `down`.
+    RestartBroker(usize, Duration),
+    /// Kill consumer `i` without shutdown.
+    CrashConsumer(usize),
+    /// Start consumer `i` again (a new process: new client id).
+    RestartConsumer(usize),
+    /// Graceful shutdown of consumer `i`.
+    ShutdownConsumer(usize),
+    /// Set the network fault rates.
+    SetFaults(Faults),
+}
+
+/// A message the simulation produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Produced {
+    /// Its `UNIQ_KEY`.
+    pub key: String,
+    /// Where it was stored.
+    pub queue: MessageQueue,
+    /// Its queue offset.
+    pub offset: i64,
+    /// Its tag.
+    pub tag: Option<String>,
+}
+
+/// One message handed to the listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consumed {
+    /// Which consumer.
+    pub consumer: usize,
+    /// `UNIQ_KEY` (or offset id).
+    pub key: String,
+    /// The queue it was pulled from (`%RETRY%group` for retries).
+    pub queue: MessageQueue,
+    /// Its offset in that queue.
+    pub offset: i64,
+    /// Its topic as the listener saw it.
+    pub topic: String,
+    /// How many times it had been consumed before.
+    pub reconsume_times: i32,
+    /// Whether the listener succeeded on it.
+    pub ok: bool,
+    /// Virtual time since start.
+    pub at: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Target {
+    NameServer,
+    Broker(usize),
+}
+
+#[derive(Debug)]
+pub(super) struct Conn {
+    pub(super) consumer: usize,
+    pub(super) peer: PeerAddr,
+    pub(super) target: Target,
+    open: bool,
+    last_to_server: Instant,
+    last_to_consumer: Instant,
+}
+
+#[derive(Debug)]
+enum Ev {
+    ToServer { conn: ConnId, cmd: RemotingCommand },
+    ToConsumer { conn: ConnId, cmd: RemotingCommand },
+    Disconnected { consumer: usize, incarnation: u32, peer: PeerAddr, reason: DisconnectReason },
+    ConsumeDone { consumer: usize, incarnation: u32, batch: BatchId, result: ConsumeResult },
+    BrokerUp(usize),
+    Fault(Fault),
+}
+
+pub(super) struct SimConsumer {
+    builder: ConsumerConfigBuilder,
+    pub(super) consumer: Option<Consumer>,
+    pub(super) incarnation: u32,
+    conns: BTreeMap<PeerAddr, ConnId>,
+    /// Batches dispatched and not yet answered.
+    pub(super) outstanding: BTreeSet<BatchId>,
+    local_offsets: Vec<(MessageQueue, i64)>,
+    transcript: Vec<String>,
+    events: Vec<Event>,
+}
+
+/// Builder for [`Sim`].
+pub struct SimBuilder {
+    seed: u64,
+    latency: Duration,
+    jitter: Duration,
+    wire_roundtrip: bool,
+    broker_config: SimBrokerConfig,
+    brokers: Vec<(String, Vec<(String, i32)>)>,
+    listener: Option<Listener>,
+    start_wall_ms: i64,
+}
+
+impl SimBuilder {
+    /// One network hop.
+    pub fn latency(mut self, d: Duration) -> Self {
+        self.latency = d;
+        self
+    }
+
+    /// Up to this much extra per hop, from the seed.
+    pub fn jitter(mut self, d: Duration) -> Self {
+        self.jitter = d;
+        self
+    }
+
+    /// Encode and decode every frame through the codec (covers the wire format too).
+    pub fn wire_roundtrip(mut self, on: bool) -> Self {
+        self.wire_roundtrip = on;
+        self
+    }
+
+    /// Settings for every broker.
+    pub fn broker_config(mut self, c: SimBrokerConfig) -> Self {
+        self.broker_config = c;
+        self
+    }
+
+    /// A broker named `name` holding `topics` (name, queue count).
+    pub fn broker(mut self, name: &str, topics: &[(&str, i32)]) -> Self {
+        self.brokers.push((name.to_owned(), topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect()));
+        self
+    }
+
+    /// The listener (default: instant success).
+    pub fn listener(mut self, f: impl FnMut(usize, &Batch, &mut SimRng) -> Verdict + 'static) -> Self {
+        self.listener = Some(Box::new(f));
+        self
+    }
+
+    /// Build the world at `t0`.
+    pub fn build(self) -> Sim {
+        #[allow(clippy::disallowed_methods)] // the one real instant; all later time is virtual
+        let t0 = Instant::now();
+        let mut cfg = self.broker_config.clone();
+        cfg.start_wall_ms = self.start_wall_ms;
+        let brokers: Vec<SimBroker> = self
+            .brokers
+            .iter()
+            .enumerate()
+            .map(|(i, (name, topics))| {
+                let mut b = SimBroker::new(name, &format!("127.0.0.1:{}", 10911 + 10 * i), cfg.clone(), t0);
+                for (t, n) in topics {
+                    b.create_topic(t, *n);
+                }
+                b
+            })
+            .collect();
+        let broker_up = vec![true; brokers.len()];
+        Sim {
+            rng: SimRng::new(self.seed),
+            seed: self.seed,
+            t0,
+            now: t0,
+            latency: self.latency,
+            jitter: self.jitter,
+            wire_roundtrip: self.wire_roundtrip,
+            faults: Faults::default(),
+            name_server: SimNameServer::new("127.0.0.1:9876"),
+            brokers,
+            broker_up,
+            consumers: Vec::new(),
+            events: BTreeMap::new(),
+            seq: 0,
+            conns: BTreeMap::new(),
+            next_conn: 1,
+            listener: self.listener.unwrap_or_else(|| Box::new(|_, _, _| Verdict::OK)),
+            produced: Vec::new(),
+            consumed: Vec::new(),
+            produce_seq: 0,
+            start_wall_ms: self.start_wall_ms,
+            checker: Checker::default(),
+            steps: 0,
+        }
+    }
+}
+
+/// The simulated world. See the [module docs](super).
+pub struct Sim {
+    rng: SimRng,
+    seed: u64,
+    t0: Instant,
+    now: Instant,
+    latency: Duration,
+    jitter: Duration,
+    wire_roundtrip: bool,
+    faults: Faults,
+    name_server: SimNameServer,
+    pub(super) brokers: Vec<SimBroker>,
+    broker_up: Vec<bool>,
+    pub(super) consumers: Vec<SimConsumer>,
+    events: BTreeMap<(Instant, u64), Ev>,
+    seq: u64,
+    pub(super) conns: BTreeMap<ConnId, Conn>,
+    next_conn: u64,
+    listener: Listener,
+    pub(super) produced: Vec<Produced>,
+    pub(super) consumed: Vec<Consumed>,
+    produce_seq: u64,
+    start_wall_ms: i64,
+    pub(super) checker: Checker,
+    steps: u64,
+}
+
+impl fmt::Debug for Sim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sim")
+            .field("seed", &self.seed)
+            .field("elapsed", &self.elapsed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sim {
+    /// A builder; `seed` drives every random choice.
+    pub fn builder(seed: u64) -> SimBuilder {
+        SimBuilder {
+            seed,
+            latency: Duration::from_millis(1),
+            jitter: Duration::ZERO,
+            wire_roundtrip: false,
+            broker_config: SimBrokerConfig {
+                hold_check_interval: Duration::ZERO,
+                ..SimBrokerConfig::default()
+            },
+            brokers: Vec::new(),
+            listener: None,
+            start_wall_ms: 1_700_000_000_000,
+        }
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Virtual time since start.
+    pub fn elapsed(&self) -> Duration {
+        self.now - self.t0
+    }
+
+    /// Current virtual instant.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The name server address, for consumer configs.
+    pub fn name_server_addr(&self) -> &str {
+        self.name_server.addr()
+    }
+
+    /// A config builder for `group` pointed at this world's name server.
+    pub fn config(&self, group: &str) -> ConsumerConfigBuilder {
+        crate::ConsumerConfig::builder(group).name_server(self.name_server.addr())
+    }
+
+    /// Start a consumer; returns its index. Its client id is `sim-<index>-<incarnation>`.
+    pub fn add_consumer(&mut self, builder: ConsumerConfigBuilder) -> usize {
+        let i = self.consumers.len();
+        self.consumers.push(SimConsumer {
+            builder,
+            consumer: None,
+            incarnation: 0,
+            conns: BTreeMap::new(),
+            outstanding: BTreeSet::new(),
+            local_offsets: Vec::new(),
+            transcript: Vec::new(),
+            events: Vec::new(),
+        });
+        self.start_consumer(i);
+        i
+    }
+
+    fn start_consumer(&mut self, i: usize) {
+        let wall = self.start_wall_ms + self.elapsed().as_millis() as i64;
+        let c = &mut self.consumers[i];
+        c.incarnation += 1;
+        let cfg = c
+            .builder
+            .clone()
+            .client_id(ClientId::from_raw(format!("sim-{i}-{}", c.incarnation)))
+            .start_wall_ms(wall)
+            .build()
+            .unwrap_or_else(|e| panic!("sim consumer {i}: {e}"));
+        self.checker.consumer_started(i, &cfg);
+        let mut consumer = Consumer::new(cfg, self.now);
+        consumer.restore_local_offsets(c.local_offsets.clone());
+        c.consumer = Some(consumer);
+        c.outstanding.clear();
+        self.drain_consumer(i);
+    }
+
+    /// The consumer at `i`, if running.
+    pub fn consumer(&self, i: usize) -> Option<&Consumer> {
+        self.consumers[i].consumer.as_ref()
+    }
+
+    /// Send a command to consumer `i`.
+    pub fn command(&mut self, i: usize, cmd: Command) {
+        if let Some(c) = self.consumers[i].consumer.as_mut() {
+            let _ = c.handle(Input::Command(cmd), self.now);
+        }
+        self.drain_consumer(i);
+    }
+
+    /// Events consumer `i` emitted (all incarnations).
+    pub fn events(&self, i: usize) -> &[Event] {
+        &self.consumers[i].events
+    }
+
+    /// The names of the actions consumer `i` emitted, in order (`Transmit:PullMessage`,
+    /// `Dispatch`, `Event:QueuesAssigned`, …).
+    pub fn transcript(&self, i: usize) -> &[String] {
+        &self.consumers[i].transcript
+    }
+
+    /// Broker `i`.
+    pub fn broker(&self, i: usize) -> &SimBroker {
+        &self.brokers[i]
+    }
+
+    /// Broker `i`, mutably (to truncate a queue, say).
+    pub fn broker_mut(&mut self, i: usize) -> &mut SimBroker {
+        &mut self.brokers[i]
+    }
+
+    /// What was produced.
+    pub fn produced(&self) -> &[Produced] {
+        &self.produced
+    }
+
+    /// Every message the listener saw.
+    pub fn consumed(&self) -> &[Consumed] {
+        &self.consumed
+    }
+
+    /// Produce `n` messages to `topic`, round-robin over its queues on every broker.
+    pub fn produce(&mut self, topic: &str, n: usize) {
+        self.produce_with(topic, n, |_, m| m);
+    }
+
+    /// Produce `n` messages, letting `f(i, message)` add tags or properties.
+    pub fn produce_with(&mut self, topic: &str, n: usize, mut f: impl FnMut(usize, Message) -> Message) {
+        let mut queues: Vec<(usize, i32)> = Vec::new();
+        for (bi, b) in self.brokers.iter().enumerate() {
+            if let Some((_, count)) = b.topics().into_iter().find(|(t, _)| t == topic) {
+                queues.extend((0..count).map(|q| (bi, q)));
+            }
+        }
+        assert!(!queues.is_empty(), "no broker has topic {topic}");
+        for i in 0..n {
+            let seq = self.produce_seq;
+            self.produce_seq += 1;
+            let key = format!("5151{seq:028X}");
+            let msg = f(i, Message::new(topic, format!("msg-{seq}")).with_property(keys::UNIQ_KEY, &key));
+            let (bi, q) = queues[seq as usize % queues.len()];
+            let (queue_id, offset) = self.brokers[bi].produce(topic, q, &msg, self.now);
+            let name = self.brokers[bi].name().to_owned();
+            self.produced.push(Produced {
+                key,
+                queue: MessageQueue::new(topic, name, queue_id),
+                offset,
+                tag: msg.properties.get(keys::TAGS).map(str::to_owned),
+            });
+            self.drain_broker(bi);
+        }
+    }
+
+    /// Apply `fault` now.
+    pub fn inject(&mut self, fault: Fault) {
+        match fault {
+            Fault::ResetBroker(b) => self.reset_broker_conns(b, DisconnectReason::Closed),
+            Fault::RestartBroker(b, down) => {
+                self.brokers[b].restart(self.now);
+                self.reset_broker_conns(b, DisconnectReason::Closed);
+                if !down.is_zero() {
+                    self.broker_up[b] = false;
+                    self.schedule(self.now + down, Ev::BrokerUp(b));
+                }
+            }
+            Fault::CrashConsumer(i) => self.crash_consumer(i),
+            Fault::RestartConsumer(i) => {
+                if self.consumers[i].consumer.is_none() {
+                    self.start_consumer(i);
+                }
+            }
+            Fault::ShutdownConsumer(i) => self.command(i, Command::Shutdown),
+            Fault::SetFaults(f) => self.faults = f,
+        }
+    }
+
+    /// Schedule `fault` at `elapsed` since start.
+    pub fn inject_at(&mut self, elapsed: Duration, fault: Fault) {
+        let at = (self.t0 + elapsed).max(self.now);
+        self.schedule(at, Ev::Fault(fault));
+    }
+
+    /// No more network faults.
+    pub fn heal(&mut self) {
+        self.faults = Faults::default();
+    }
+
+    fn crash_consumer(&mut self, i: usize) {
+        let c = &mut self.consumers[i];
+        if c.consumer.take().is_none() {
+            return;
+        }
+        c.outstanding.clear();
+        let conns: Vec<ConnId> = std::mem::take(&mut c.conns).into_values().collect();
+        for conn in conns {
+            self.close_conn(conn, false);
+        }
+    }
+
+    fn reset_broker_conns(&mut self, b: usize, reason: DisconnectReason) {
+        let conns: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.open && c.target == Target::Broker(b))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in conns {
+            self.close_conn_with(conn, true, reason.clone());
+        }
+    }
+
+    fn close_conn(&mut self, conn: ConnId, tell_consumer: bool) {
+        self.close_conn_with(conn, tell_consumer, DisconnectReason::Closed);
+    }
+
+    fn close_conn_with(&mut self, conn: ConnId, tell_consumer: bool, reason: DisconnectReason) {
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        if !c.open {
+            return;
+        }
+        c.open = false;
+        let (consumer, peer, target) = (c.consumer, c.peer.clone(), c.target);
+        if let Target::Broker(b) = target {
+            self.brokers[b].disconnect(conn, self.now);
+            self.drain_broker(b);
+        }
+        let sc = &mut self.consumers[consumer];
+        if sc.conns.get(&peer) == Some(&conn) {
+            sc.conns.remove(&peer);
+        }
+        if tell_consumer && sc.consumer.is_some() {
+            let incarnation = sc.incarnation;
+            self.schedule(self.now, Ev::Disconnected { consumer, incarnation, peer, reason });
+        }
+    }
+
+    fn schedule(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.events.insert((at, self.seq), ev);
+    }
+
+    fn hop(&mut self) -> Duration {
+        let j = self.jitter.as_micros() as u64;
+        self.latency + Duration::from_micros(self.rng.below(j + 1))
+    }
+
+    fn roundtrip(&self, cmd: RemotingCommand) -> RemotingCommand {
+        if !self.wire_roundtrip {
+            return cmd;
+        }
+        let mut buf = BytesMut::new();
+        RemotingCodec::new().encode(&cmd, &mut buf);
+        // Frames this crate encodes always decode; anything else is a codec bug worth a panic here.
+        RemotingCodec::new().decode(&mut buf).expect("frame round trip").expect("whole frame")
+    }
+
+    fn target_of(&self, peer: &PeerAddr) -> Option<Target> {
+        if peer.as_str() == self.name_server.addr() {
+            return Some(Target::NameServer);
+        }
+        self.brokers.iter().position(|b| b.addr() == peer.as_str()).map(Target::Broker)
+    }
+
+    fn send_from_consumer(&mut self, i: usize, t: Transmit) {
+        let incarnation = self.consumers[i].incarnation;
+        let Some(target) = self.target_of(&t.peer) else {
+            let reason = DisconnectReason::ConnectFailed(format!("no server at {}", t.peer));
+            self.schedule(
+                self.now + self.latency,
+                Ev::Disconnected { consumer: i, incarnation, peer: t.peer, reason },
+            );
+            return;
+        };
+        if let Target::Broker(b) = target {
+            if !self.broker_up[b] {
+                let reason = DisconnectReason::ConnectFailed("connection refused".into());
+                self.schedule(
+                    self.now + self.latency,
+                    Ev::Disconnected { consumer: i, incarnation, peer: t.peer, reason },
+                );
+                return;
+            }
+        }
+        let conn = match self.consumers[i].conns.get(&t.peer) {
+            Some(c) => *c,
+            None => {
+                let id = ConnId(self.next_conn);
+                self.next_conn += 1;
+                self.conns.insert(
+                    id,
+                    Conn {
+                        consumer: i,
+                        peer: t.peer.clone(),
+                        target,
+                        open: true,
+                        last_to_server: self.now,
+                        last_to_consumer: self.now,
+                    },
+                );
+                self.consumers[i].conns.insert(t.peer.clone(), id);
+                id
+            }
+        };
+        let cmd = self.roundtrip(t.to_command());
+        let broker = match target {
+            Target::Broker(b) => Some(self.brokers[b].name().to_owned()),
+            Target::NameServer => None,
+        };
+        self.checker.on_request(i, conn, broker.as_deref(), &cmd);
+        let hop = self.hop();
+        let c = self.conns.get_mut(&conn).expect("connection just found");
+        let at = (self.now + hop).max(c.last_to_server);
+        c.last_to_server = at;
+        self.schedule(at, Ev::ToServer { conn, cmd });
+    }
+
+    fn send_to_consumer(&mut self, conn: ConnId, cmd: RemotingCommand) {
+        if !self.conns.get(&conn).is_some_and(|c| c.open) {
+            return;
+        }
+        if self.rng.chance(self.faults.drop) {
+            return;
+        }
+        let copies = if self.rng.chance(self.faults.duplicate) { 2 } else { 1 };
+        let mut hop = self.hop();
+        if self.rng.chance(self.faults.delay) {
+            hop += self.faults.delay_by;
+        }
+        let cmd = self.roundtrip(cmd);
+        let c = self.conns.get_mut(&conn).expect("open connection");
+        let at = (self.now + hop).max(c.last_to_consumer);
+        c.last_to_consumer = at;
+        for _ in 0..copies {
+            self.schedule(at, Ev::ToConsumer { conn, cmd: cmd.clone() });
+        }
+    }
+
+    pub(super) fn drain_broker(&mut self, b: usize) {
+        while let Some(out) = self.brokers[b].poll_output() {
+            self.checker.on_broker_output(out.conn, &out.command);
+            self.send_to_consumer(out.conn, out.command);
+        }
+        while let Some(conn) = self.brokers[b].poll_closed() {
+            self.close_conn(conn, true);
+        }
+    }
+
+    fn drain_consumer(&mut self, i: usize) {
+        loop {
+            let Some(action) = self.consumers[i].consumer.as_mut().and_then(Consumer::poll_action) else {
+                return;
+            };
+            let name = match &action {
+                Action::Transmit(t) => format!("Transmit:{}", t.request.name()),
+                Action::Dispatch(_) => "Dispatch".to_owned(),
+                Action::Disconnect { .. } => "Disconnect".to_owned(),
+                Action::PersistLocalOffsets(_) => "PersistLocalOffsets".to_owned(),
+                Action::Event(e) => format!("Event:{}", event_name(e)),
+            };
+            self.consumers[i].transcript.push(name);
+            match action {
+                Action::Transmit(t) => self.send_from_consumer(i, t),
+                Action::Dispatch(batch) => self.run_listener(i, batch),
+                Action::Disconnect { peer } => {
+                    if let Some(conn) = self.consumers[i].conns.get(&peer).copied() {
+                        self.close_conn(conn, true);
+                    }
+                }
+                Action::PersistLocalOffsets(table) => self.consumers[i].local_offsets = table,
+                Action::Event(e) => {
+                    self.checker.on_event(i, &e);
+                    self.consumers[i].events.push(e);
+                }
+            }
+        }
+    }
+
+    fn run_listener(&mut self, i: usize, batch: Batch) {
+        let c = &mut self.consumers[i];
+        assert!(
+            c.outstanding.insert(batch.id),
+            "seed {}: consumer {i} dispatched {} twice",
+            self.seed,
+            batch.id
+        );
+        let verdict = (self.listener)(i, &batch, &mut self.rng);
+        let ok_count = match verdict.result.status {
+            crate::ConsumeStatus::Success => verdict.result.ack_index.map_or(batch.messages.len(), |a| a + 1),
+            _ => 0,
+        };
+        let at = self.elapsed() + verdict.took;
+        for (n, m) in batch.messages.iter().enumerate() {
+            let rec = Consumed {
+                consumer: i,
+                key: m.msg_id().into_owned(),
+                queue: batch.queue.clone(),
+                offset: m.queue_offset,
+                topic: m.topic.to_string(),
+                reconsume_times: m.reconsume_times,
+                ok: n < ok_count,
+                at,
+            };
+            // A direct consume is not consumption of the queue.
+            if batch.kind != crate::BatchKind::Direct {
+                self.checker.on_consumed(&rec);
+                self.consumed.push(rec);
+            }
+        }
+        let incarnation = self.consumers[i].incarnation;
+        let when = self.now + verdict.took;
+        self.schedule(
+            when,
+            Ev::ConsumeDone { consumer: i, incarnation, batch: batch.id, result: verdict.result },
+        );
+    }
+
+    /// The earliest thing that will happen.
+    fn next_time(&self) -> Option<Instant> {
+        let ev = self.events.keys().next().map(|(t, _)| *t);
+        let consumers = self.consumers.iter().filter_map(|c| c.consumer.as_ref()?.poll_timeout()).min();
+        let brokers = self.brokers.iter().filter_map(SimBroker::poll_timeout).min();
+        [ev, consumers, brokers].into_iter().flatten().min()
+    }
+
+    /// Advance to the next event and process everything due then. False when nothing is left.
+    pub fn step(&mut self) -> bool {
+        let Some(t) = self.next_time() else { return false };
+        if t > self.now {
+            self.now = t;
+        }
+        self.steps += 1;
+        while let Some((&(at, seq), _)) = self.events.iter().next() {
+            if at > self.now {
+                break;
+            }
+            let ev = self.events.remove(&(at, seq)).expect("key just seen");
+            self.process(ev);
+        }
+        for b in 0..self.brokers.len() {
+            if self.brokers[b].poll_timeout().is_some_and(|d| d <= self.now) {
+                self.brokers[b].handle_timeout(self.now);
+                self.drain_broker(b);
+            }
+        }
+        for i in 0..self.consumers.len() {
+            let due = self.consumers[i]
+                .consumer
+                .as_ref()
+                .and_then(Consumer::poll_timeout)
+                .is_some_and(|d| d <= self.now);
+            if due {
+                if let Some(c) = self.consumers[i].consumer.as_mut() {
+                    c.handle_timeout(self.now);
+                }
+                self.drain_consumer(i);
+            }
+        }
+        self.check_invariants();
+        true
+    }
+
+    fn process(&mut self, ev: Ev) {
+        match ev {
+            Ev::ToServer { conn, cmd } => {
+                let target = match self.conns.get(&conn) {
+                    Some(c) if c.open => c.target,
+                    _ => return,
+                };
+                match target {
+                    Target::NameServer => {
+                        let brokers: Vec<&SimBroker> = self.brokers.iter().collect();
+                        if let Some(reply) = self.name_server.handle(&cmd, &brokers) {
+                            self.send_to_consumer(conn, reply);
+                        }
+                    }
+                    Target::Broker(b) => {
+                        self.brokers[b].handle(conn, cmd, self.now);
+                        self.drain_broker(b);
+                    }
+                }
+            }
+            Ev::ToConsumer { conn, cmd } => {
+                let Some(c) = self.conns.get(&conn).filter(|c| c.open) else { return };
+                let (i, peer) = (c.consumer, c.peer.clone());
+                if let Some(consumer) = self.consumers[i].consumer.as_mut() {
+                    let _ = consumer.handle(Input::Frame { peer, command: cmd }, self.now);
+                }
+                self.drain_consumer(i);
+            }
+            Ev::Disconnected { consumer: i, incarnation, peer, reason } => {
+                if self.consumers[i].incarnation != incarnation {
+                    return;
+                }
+                if let Some(c) = self.consumers[i].consumer.as_mut() {
+                    let _ = c.handle(Input::Disconnected { peer, reason }, self.now);
+                }
+                self.drain_consumer(i);
+            }
+            Ev::ConsumeDone { consumer: i, incarnation, batch, result } => {
+                if self.consumers[i].incarnation != incarnation {
+                    return;
+                }
+                let seed = self.seed;
+                let c = &mut self.consumers[i];
+                if !c.outstanding.remove(&batch) {
+                    return;
+                }
+                if let Some(consumer) = c.consumer.as_mut() {
+                    if let Err(e) = consumer.handle(Input::ConsumeResult { batch, result }, self.now) {
+                        // The sim answers each dispatch exactly once: the consumer must know it.
+                        if !consumer.is_terminated() {
+                            panic!("seed {seed}: consumer {i} refused the result of {batch}: {e}");
+                        }
+                    }
+                }
+                self.drain_consumer(i);
+            }
+            Ev::BrokerUp(b) => self.broker_up[b] = true,
+            Ev::Fault(f) => self.inject(f),
+        }
+    }
+
+    /// Step until `done(self)` or `limit` of virtual time passes. Err with a description if the
+    /// limit is reached first.
+    pub fn run_until(&mut self, mut done: impl FnMut(&Self) -> bool, limit: Duration) -> Result<(), String> {
+        let deadline = self.now + limit;
+        while !done(self) {
+            if self.now >= deadline || !self.step() {
+                return Err(format!(
+                    "seed {}: not done after {:?} (elapsed {:?})",
+                    self.seed,
+                    limit,
+                    self.elapsed()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Run for `d` of virtual time.
+    pub fn run_for(&mut self, d: Duration) {
+        let deadline = self.now + d;
+        while self.next_time().is_some_and(|t| t <= deadline) {
+            self.step();
+        }
+        self.now = self.now.max(deadline);
+    }
+
+    /// Every produced message was consumed successfully at least once, or dead-lettered.
+    pub fn all_done(&self) -> bool {
+        self.checker.all_done(self)
+    }
+
+    /// How many times the message with `key` was consumed successfully.
+    pub fn times_consumed(&self, key: &str) -> usize {
+        self.consumed.iter().filter(|c| c.ok && c.key == key).count()
+    }
+
+    /// Messages in `%DLQ%<group>` on every broker.
+    pub fn dead_lettered(&self, group: &str) -> Vec<crate::MessageExt> {
+        let dlq = crate::producer::dlq_topic(group);
+        // A dead-letter topic has one queue.
+        self.brokers.iter().flat_map(|b| b.messages(&dlq, 0)).collect()
+    }
+
+    fn check_invariants(&mut self) {
+        let mut checker = std::mem::take(&mut self.checker);
+        if let Err(e) = checker.check(self) {
+            panic!(
+                "seed {}: invariant violated at {:?}: {e}\nreplay with SIM_SEED={}",
+                self.seed,
+                self.elapsed(),
+                self.seed
+            );
+        }
+        self.checker = checker;
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+}
+
+/// A stable name for an event, for transcripts.
+fn event_name(e: &Event) -> &'static str {
+    match e {
+        Event::QueuesAssigned { .. } => "QueuesAssigned",
+        Event::QueuesRevoked { .. } => "QueuesRevoked",
+        Event::BrokerError { .. } => "BrokerError",
+        Event::RequestTimeout { .. } => "RequestTimeout",
+        Event::TopicNotFound { .. } => "TopicNotFound",
+        Event::OffsetMoved { .. } => "OffsetMoved",
+        Event::CorruptPull { .. } => "CorruptPull",
+        Event::ConsumeTimeout { .. } => "ConsumeTimeout",
+        Event::LocalRetry { .. } => "LocalRetry",
+        Event::FailedMessagesDropped { .. } => "FailedMessagesDropped",
+        Event::UnexpectedResponse { .. } => "UnexpectedResponse",
+        Event::LockFailed { .. } => "LockFailed",
+        Event::Terminated => "Terminated",
+    }
+}
