@@ -214,6 +214,11 @@ impl Consumer {
         if self.state == RunState::Terminated { None } else { self.timers.next_deadline() }
     }
 
+    /// True from [`Command::Shutdown`](crate::Command::Shutdown) until termination.
+    pub fn is_shutting_down(&self) -> bool {
+        !matches!(self.state, RunState::Running | RunState::Terminated)
+    }
+
     /// True once [`Event::Terminated`] was emitted.
     pub fn is_terminated(&self) -> bool {
         self.state == RunState::Terminated

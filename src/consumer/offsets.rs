@@ -14,8 +14,10 @@ use crate::timer::{QueueKey, Timer};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Persist {
     Periodic,
-    /// The queue is being released or moved: send now whatever is in flight.
+    /// The broker moved the queue: send now whatever is in flight.
     Now,
+    /// The queue is being released: send its last value now (nothing newer can follow).
+    Release,
     /// Shutdown: counted until answered.
     Shutdown,
 }
@@ -46,6 +48,39 @@ impl Consumer {
             self.local_offsets_dirty = true;
             return false;
         }
+        if why == Persist::Release {
+            let header = UpdateConsumerOffsetRequestHeader {
+                consumer_group: self.group.clone(),
+                topic: q.mq.topic.to_string(),
+                queue_id: q.mq.queue_id,
+                commit_offset: offset,
+                bname: Some(q.mq.broker_name.to_string()),
+            };
+            let broker = q.mq.broker_name.clone();
+            let Some(peer) = self.master_addr(&broker) else { return false };
+            let kind = PendingKind::UpdateOffset { key, offset, shutdown: false };
+            let timeout = self.cfg.offset_rpc_timeout;
+            self.send_to_broker(peer, Request::UpdateConsumerOffset(header), kind, timeout);
+            return true;
+        }
+        let broker = q.mq.broker_name.clone();
+        let Some(peer) = self.master_addr(&broker) else { return false };
+        if let Some(q) = self.queues.get_mut(key) {
+            q.persist_in_flight = true;
+        }
+        if !self.park_persist_until_registered(&peer, key, shutdown) {
+            self.send_persist(key, shutdown);
+        }
+        true
+    }
+
+    /// Send the current offset of `key` now (the broker is registered).
+    pub(super) fn send_persist(&mut self, key: QueueKey, shutdown: bool) {
+        let Some(q) = self.queues.get(key) else {
+            // Released meanwhile: its final update went out with the release.
+            return self.persist_failed(key, shutdown);
+        };
+        let offset = q.offset.value();
         let header = UpdateConsumerOffsetRequestHeader {
             consumer_group: self.group.clone(),
             topic: q.mq.topic.to_string(),
@@ -53,19 +88,26 @@ impl Consumer {
             commit_offset: offset,
             bname: Some(q.mq.broker_name.to_string()),
         };
-        let broker = q.mq.broker_name.clone();
-        let Some(peer) = self.master_addr(&broker) else { return false };
-        if let Some(q) = self.queues.get_mut(key) {
-            q.persist_in_flight = true;
-        }
+        let Some(peer) = self.master_addr(&q.mq.broker_name) else {
+            return self.persist_failed(key, shutdown);
+        };
         let timeout = self.cfg.offset_rpc_timeout;
-        self.send_to_broker(
+        self.transmit(
             peer,
             Request::UpdateConsumerOffset(header),
             PendingKind::UpdateOffset { key, offset, shutdown },
             timeout,
         );
-        true
+    }
+
+    /// An update that never went out (its broker could not be registered).
+    pub(super) fn persist_failed(&mut self, key: QueueKey, shutdown: bool) {
+        if let Some(q) = self.queues.get_mut(key) {
+            q.persist_in_flight = false;
+        }
+        if shutdown {
+            self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
+        }
     }
 
     /// Broadcasting: emit the whole local offset table when it changed. Entries of queues not

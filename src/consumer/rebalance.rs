@@ -170,7 +170,7 @@ impl Consumer {
     /// Stop consuming a queue: persist its offset, drop its state. In-flight results for it are
     /// discarded when they arrive (its key is stale).
     pub(super) fn release_queue(&mut self, key: QueueKey) {
-        self.persist_queue(key, Persist::Now);
+        self.persist_queue(key, Persist::Release);
         self.timers.stop(Timer::Pull(key));
         self.timers.stop(Timer::ComputeOffset(key));
         self.queues.remove(key);

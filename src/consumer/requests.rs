@@ -41,6 +41,12 @@ pub(super) struct Pending {
 pub(super) enum Deferred {
     /// Rebuilt from the queue's state when sent, so it is never stale.
     Pull(QueueKey),
+    /// An offset update, likewise rebuilt when sent: a value parked earlier would be older than
+    /// what a pull may have piggy-backed since, and commits must not go backwards.
+    Persist {
+        key: QueueKey,
+        shutdown: bool,
+    },
     Request {
         request: Box<Request>,
         kind: PendingKind,
@@ -124,6 +130,21 @@ impl Consumer {
         }
     }
 
+    /// Park an offset update of `key` behind the gate of `peer` (true if parked).
+    pub(super) fn park_persist_until_registered(
+        &mut self,
+        peer: &PeerAddr,
+        key: QueueKey,
+        shutdown: bool,
+    ) -> bool {
+        if self.peer(peer).registered {
+            return false;
+        }
+        self.peer(peer).deferred.push(Deferred::Persist { key, shutdown });
+        self.ensure_heartbeat(peer);
+        true
+    }
+
     /// Queue a pull of `key` behind the gate of `peer` (true if parked).
     pub(super) fn park_pull_until_registered(&mut self, peer: &PeerAddr, key: QueueKey) -> bool {
         if self.peer(peer).registered {
@@ -147,6 +168,7 @@ impl Consumer {
         for d in deferred {
             match d {
                 Deferred::Pull(key) => self.try_pull(key),
+                Deferred::Persist { key, shutdown } => self.send_persist(key, shutdown),
                 Deferred::Request { request, kind, timeout } => {
                     self.transmit(peer.clone(), *request, kind, timeout)
                 }
@@ -261,6 +283,7 @@ impl Consumer {
         for d in parked {
             match d {
                 Deferred::Pull(key) => self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception),
+                Deferred::Persist { key, shutdown } => self.persist_failed(key, shutdown),
                 Deferred::Request { request, kind, .. } => {
                     let p = Pending { peer: peer.clone(), code: request.code(), kind };
                     self.on_failure(p, Failure::Disconnected);

@@ -43,6 +43,9 @@ struct Group {
     threshold: usize,
     batch: usize,
     threshold_bytes: usize,
+    /// CONSUME_FROM_FIRST: a new group's queues must start at 0. Otherwise the first commit of a
+    /// queue may skip what came before (LAST and TIMESTAMP skip history on purpose).
+    from_first: bool,
 }
 
 #[derive(Debug, Default)]
@@ -54,7 +57,9 @@ pub(super) struct Checker {
     ok_keys: HashSet<String>,
     tracked: HashMap<(ConnId, i32), Tracked>,
     sent_back_phys: HashSet<(String, i64)>,
-    sent_back_keys: HashSet<(String, i32)>,
+    /// `UNIQ_KEY` → the highest reconsume count a copy was sent back with (a local retry raises
+    /// the count before the copy is sent).
+    sent_back_keys: HashMap<String, i32>,
     verified: HashMap<(String, MessageQueue), i64>,
     max_body: usize,
     violation: Option<String>,
@@ -75,6 +80,7 @@ impl Checker {
         g.threshold = cfg.pull_threshold_for_queue;
         g.batch = cfg.pull_batch_size as usize;
         g.threshold_bytes = cfg.pull_threshold_size_for_queue_bytes();
+        g.from_first = cfg.consume_from_where == crate::ConsumeFromWhere::ConsumeFromFirstOffset;
         self.consumer_group.insert(i, group);
         self.commits.retain(|(c, _), _| *c != i);
     }
@@ -151,7 +157,8 @@ impl Checker {
                 self.sent_back_phys.insert((broker, commit_log_offset));
             }
             Tracked::RetrySend { key, reconsume } if ResponseCode::is_send_ok(cmd.code) => {
-                self.sent_back_keys.insert((key, reconsume));
+                let best = self.sent_back_keys.entry(key).or_insert(reconsume);
+                *best = (*best).max(reconsume);
             }
             _ => {}
         }
@@ -194,7 +201,7 @@ impl Checker {
             return true;
         }
         self.sent_back_phys.contains(&(b.name().to_owned(), m.commit_log_offset))
-            || self.sent_back_keys.contains(&(m.msg_id().into_owned(), m.reconsume_times))
+            || self.sent_back_keys.get(&*m.msg_id()).is_some_and(|r| *r >= m.reconsume_times)
     }
 
     pub(super) fn check(&mut self, sim: &Sim) -> Result<(), String> {
@@ -216,7 +223,13 @@ impl Checker {
                         };
                         let mq = MessageQueue::new(topic.as_str(), b.name(), queue_id);
                         let key = (group_name.clone(), mq.clone());
-                        let from = self.verified.get(&key).copied().unwrap_or(0).min(committed);
+                        let baseline =
+                            if group.from_first || topic.starts_with(crate::producer::RETRY_TOPIC_PREFIX) {
+                                0
+                            } else {
+                                committed
+                            };
+                        let from = self.verified.get(&key).copied().unwrap_or(baseline).min(committed);
                         let mut off = from.max(b.min_offset(topic, queue_id));
                         while off < committed {
                             if !self.finished(sim, group, bi, &mq, off) {

@@ -50,6 +50,8 @@ pub struct Faults {
     pub delay: f64,
     /// Extra delay for delayed frames.
     pub delay_by: Duration,
+    /// Requests with these codes never reach a broker (their senders time out).
+    pub lose_requests: &'static [i32],
 }
 
 /// A fault scheduled at a point in virtual time.
@@ -151,9 +153,16 @@ pub struct SimBuilder {
     brokers: Vec<(String, Vec<(String, i32)>)>,
     listener: Option<Listener>,
     start_wall_ms: i64,
+    trace: bool,
 }
 
 impl SimBuilder {
+    /// Print every action of every consumer (also on with `SIM_TRACE=1`).
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
+    }
+
     /// One network hop.
     pub fn latency(mut self, d: Duration) -> Self {
         self.latency = d;
@@ -233,6 +242,7 @@ impl SimBuilder {
             start_wall_ms: self.start_wall_ms,
             checker: Checker::default(),
             steps: 0,
+            trace: self.trace || std::env::var("SIM_TRACE").is_ok_and(|v| v == "1"),
         }
     }
 }
@@ -262,6 +272,7 @@ pub struct Sim {
     start_wall_ms: i64,
     pub(super) checker: Checker,
     steps: u64,
+    trace: bool,
 }
 
 impl fmt::Debug for Sim {
@@ -288,6 +299,7 @@ impl Sim {
             brokers: Vec::new(),
             listener: None,
             start_wall_ms: 1_700_000_000_000,
+            trace: false,
         }
     }
 
@@ -579,6 +591,9 @@ impl Sim {
             }
         };
         let cmd = self.roundtrip(t.to_command());
+        if self.faults.lose_requests.contains(&cmd.code) {
+            return;
+        }
         let broker = match target {
             Target::Broker(b) => Some(self.brokers[b].name().to_owned()),
             Target::NameServer => None,
@@ -634,6 +649,14 @@ impl Sim {
                 Action::PersistLocalOffsets(_) => "PersistLocalOffsets".to_owned(),
                 Action::Event(e) => format!("Event:{}", event_name(e)),
             };
+            if self.trace {
+                let detail = match &action {
+                    Action::Transmit(t) => format!("{:?}", t.request),
+                    other => format!("{other:?}"),
+                };
+                let detail: String = detail.chars().take(600).collect();
+                println!("{:>10.3?} c{i}: {detail}", self.elapsed());
+            }
             self.consumers[i].transcript.push(name);
             match action {
                 Action::Transmit(t) => self.send_from_consumer(i, t),

@@ -1,0 +1,49 @@
+//! A broker restarts (and refuses connections for a while), or resets connections in the middle
+//! of long polls: the consumer reconnects, re-registers and continues; nothing is lost.
+
+use std::time::Duration;
+
+use rocketmq_push_core::sim::{Fault, Sim, Verdict};
+use rocketmq_push_core::{ConsumeFromWhere, Event};
+
+fn setup(seed: u64) -> (Sim, usize) {
+    let mut sim = Sim::builder(seed)
+        .broker("broker-a", &[("T", 4)])
+        .listener(|_, _, _| Verdict { took: Duration::from_millis(2), ..Verdict::OK })
+        .build();
+    let c = sim.add_consumer(
+        sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.run_for(Duration::from_secs(2));
+    (sim, c)
+}
+
+#[test]
+fn a_restarted_broker_is_re_registered_and_consumption_continues() {
+    let (mut sim, c) = setup(40);
+    sim.produce("T", 200);
+    sim.run_for(Duration::from_millis(50));
+    sim.inject(Fault::RestartBroker(0, Duration::from_secs(5)));
+    sim.produce("T", 0);
+    sim.run_for(Duration::from_secs(10));
+    sim.produce("T", 100);
+    sim.run_until(|s| s.all_done(), Duration::from_secs(60)).unwrap();
+    let heartbeats = sim.transcript(c).iter().filter(|t| *t == "Transmit:HeartBeat").count();
+    assert!(heartbeats >= 2, "registered again after the restart");
+    let lost: Vec<_> =
+        sim.produced().iter().filter(|p| sim.times_consumed(&p.key) == 0).map(|p| p.key.clone()).collect();
+    assert!(lost.is_empty(), "{lost:?}");
+}
+
+#[test]
+fn connections_reset_during_long_polls_lose_nothing() {
+    let (mut sim, c) = setup(41);
+    for round in 0..5 {
+        sim.produce("T", 40);
+        sim.run_for(Duration::from_millis(300 + 200 * round));
+        sim.inject(Fault::ResetBroker(0));
+    }
+    sim.run_until(|s| s.all_done(), Duration::from_secs(60)).unwrap();
+    assert!(sim.consumer(c).unwrap().stats().pull_errors >= 5, "{:?}", sim.consumer(c).unwrap().stats());
+    assert!(!sim.events(c).iter().any(|e| matches!(e, Event::CorruptPull { .. })));
+}

@@ -1,0 +1,135 @@
+//! Offsets: where a queue starts (consumeFromWhere, retry topics, failed lookups), commits
+//! while consuming, OFFSET_MOVED, restart without replay, and broadcasting's local offsets.
+
+use std::time::Duration;
+
+use rocketmq_push_core::sim::{Fault, Faults, Sim};
+use rocketmq_push_core::{Command, ConsumeFromWhere, Event, MessageModel};
+
+fn sim(seed: u64) -> Sim {
+    Sim::builder(seed).broker("broker-a", &[("T", 2)]).build()
+}
+
+#[test]
+fn last_offset_skips_history_for_a_new_group_but_first_reads_it() {
+    let mut s = sim(30);
+    s.produce("T", 10);
+    let last = s.add_consumer(s.config("L").subscribe("T", "*"));
+    let first = s.add_consumer(
+        s.config("F").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    s.run_for(Duration::from_secs(5));
+    s.produce("T", 4);
+    s.run_for(Duration::from_secs(11));
+    let by = |i| s.consumed().iter().filter(|c| c.consumer == i).count();
+    assert_eq!(by(last), 4, "CONSUME_FROM_LAST_OFFSET: only what arrived after start");
+    assert_eq!(by(first), 14);
+    // The start point was committed at once, so a restart cannot skip what arrives meanwhile.
+    assert_eq!(s.broker(0).committed_offset("L", "T", 0), Some(7));
+}
+
+#[test]
+fn timestamp_starts_at_the_first_message_stored_after_it() {
+    let mut s = sim(31);
+    s.produce("T", 6);
+    s.run_for(Duration::from_secs(60));
+    let cut = 1_700_000_000_000 + 30_000;
+    s.produce("T", 4);
+    s.add_consumer(
+        s.config("TS")
+            .subscribe("T", "*")
+            .consume_from_where(ConsumeFromWhere::ConsumeFromTimestamp)
+            .consume_timestamp_ms(cut),
+    );
+    s.run_for(Duration::from_secs(5));
+    assert_eq!(s.consumed().len(), 4);
+}
+
+#[test]
+fn a_failed_offset_lookup_is_retried_never_replaced_by_a_guess() {
+    let mut s = sim(32);
+    s.produce("T", 10);
+    let c = s.add_consumer(s.config("G").subscribe("T", "*"));
+    s.run_for(Duration::from_secs(5));
+    s.run_for(Duration::from_secs(6));
+    assert_eq!(s.broker(0).committed_offset("G", "T", 0), Some(5));
+    // Restart the consumer while every offset query is lost for 20 s.
+    s.inject(Fault::CrashConsumer(c));
+    s.inject(Fault::SetFaults(Faults { lose_requests: &[14], ..Faults::default() }));
+    s.inject(Fault::RestartConsumer(c));
+    s.run_for(Duration::from_secs(20));
+    assert!(s.consumer(c).unwrap().queue_snapshots().iter().all(|q| !q.pulling), "no start offset, no pulls");
+    s.heal();
+    s.produce("T", 2);
+    s.run_for(Duration::from_secs(10));
+    // It resumed at the committed offset: no history replayed, nothing skipped.
+    assert_eq!(s.consumed().len(), 2);
+    assert!(s.events(c).iter().any(|e| matches!(e, Event::RequestTimeout { request_code: 14, .. })));
+}
+
+#[test]
+fn offset_moved_continues_from_the_brokers_offset() {
+    let mut s = sim(33);
+    s.produce("T", 20);
+    let c = s.add_consumer(
+        s.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    s.run_for(Duration::from_secs(6));
+    assert_eq!(s.consumed().len(), 20);
+    // While the consumer is suspended at offset 10, 60 more arrive and retention removes queue 0
+    // below offset 30.
+    s.command(c, Command::Suspend);
+    s.run_for(Duration::from_secs(20)); // the held pulls come back
+    s.produce("T", 60);
+    s.broker_mut(0).truncate("T", 0, 30);
+    s.command(c, Command::Resume);
+    s.run_for(Duration::from_secs(6));
+    let moved = s.events(c).iter().find_map(|e| match e {
+        Event::OffsetMoved { queue, from, to } if queue.queue_id == 0 => Some((*from, *to)),
+        _ => None,
+    });
+    assert_eq!(moved, Some((10, 30)));
+    assert_eq!(s.consumed().len(), 20 + 30 + 10, "queue 0 resumes at 30; nothing from the removed range");
+    assert_eq!(s.broker(0).committed_offset("G", "T", 0), Some(40));
+}
+
+#[test]
+fn a_clean_restart_replays_nothing() {
+    let mut s = sim(34);
+    let c = s.add_consumer(s.config("G").subscribe("T", "*"));
+    s.run_for(Duration::from_secs(2));
+    s.produce("T", 50);
+    s.run_for(Duration::from_secs(2));
+    s.inject(Fault::ShutdownConsumer(c));
+    s.run_until(|s| s.consumer(c).is_some_and(|c| c.is_terminated()), Duration::from_secs(30)).unwrap();
+    s.produce("T", 50);
+    s.inject(Fault::CrashConsumer(c));
+    s.inject(Fault::RestartConsumer(c));
+    s.run_until(|s| s.all_done(), Duration::from_secs(30)).unwrap();
+    assert_eq!(s.consumed().len(), 100, "each message exactly once across the restart");
+}
+
+#[test]
+fn broadcasting_consumes_everything_in_every_member_and_keeps_offsets_locally() {
+    let mut s = sim(35);
+    s.produce("T", 10);
+    let cfg = s
+        .config("B")
+        .subscribe("T", "*")
+        .message_model(MessageModel::Broadcasting)
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset);
+    let a = s.add_consumer(cfg.clone());
+    let b = s.add_consumer(cfg);
+    s.run_for(Duration::from_secs(8));
+    for i in [a, b] {
+        assert_eq!(s.consumed().iter().filter(|c| c.consumer == i).count(), 10);
+    }
+    assert_eq!(s.broker(0).committed_offset("B", "T", 0), None, "broadcasting never commits to the broker");
+    // Restart one member: it resumes from its local offsets.
+    s.inject(Fault::CrashConsumer(a));
+    s.produce("T", 4);
+    s.inject(Fault::RestartConsumer(a));
+    s.run_for(Duration::from_secs(8));
+    assert_eq!(s.consumed().iter().filter(|c| c.consumer == a).count(), 14);
+    assert_eq!(s.consumed().iter().filter(|c| c.consumer == b).count(), 14);
+}

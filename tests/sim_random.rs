@@ -1,0 +1,167 @@
+//! Randomized runs: a topology, listener behaviour and fault schedule from each seed; the
+//! simulator checks the invariants after every step, and every run must end with every
+//! produced message consumed or dead-lettered once the faults heal.
+//!
+//! - `SIM_SEED=n` replays one seed (printing its plan);
+//! - `SIM_SEEDS=n` sets how many seeds to run (default 10 000);
+//! - `SIM_BUDGET_SECS=s` bounds the wall time (default 170 s): the run stops early, says how far
+//!   it got, and fails only if fewer than `SIM_MIN_SEEDS` (default 1 000) ran.
+#![allow(clippy::disallowed_methods)] // the time box reads the real clock
+
+use std::time::{Duration, Instant};
+
+use rocketmq_push_core::sim::{Fault, Faults, Sim, SimBrokerConfig, SimRng, Verdict};
+use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeResult};
+
+#[derive(Debug)]
+struct Plan {
+    brokers: usize,
+    queues: i32,
+    consumers: usize,
+    batch: usize,
+    fail_rate: u64,
+    slow_rate: u64,
+    wire: bool,
+    strategy: AllocateStrategy,
+    bursts: Vec<(Duration, usize)>,
+    faults: Vec<(Duration, Fault)>,
+}
+
+const FAULT_WINDOW: Duration = Duration::from_secs(30);
+
+fn plan(seed: u64) -> Plan {
+    let mut r = SimRng::new(seed);
+    let brokers = 1 + r.below(2) as usize;
+    let consumers = 1 + r.below(3) as usize;
+    let strategy = match r.below(4) {
+        0 => AllocateStrategy::AveragelyByCircle,
+        1 => AllocateStrategy::ConsistentHash(10),
+        _ => AllocateStrategy::Averagely,
+    };
+    let bursts = (0..1 + r.below(4))
+        .map(|_| (Duration::from_millis(r.below(25_000)), 5 + r.below(40) as usize))
+        .collect();
+    let mut faults = Vec::new();
+    for _ in 0..r.below(6) {
+        let at = Duration::from_millis(r.below(FAULT_WINDOW.as_millis() as u64));
+        let f = match r.below(8) {
+            0 => Fault::ResetBroker(r.below(brokers as u64) as usize),
+            1 => Fault::RestartBroker(r.below(brokers as u64) as usize, Duration::from_millis(r.below(6000))),
+            2 => Fault::CrashConsumer(r.below(consumers as u64) as usize),
+            3 => Fault::ShutdownConsumer(r.below(consumers as u64) as usize),
+            4 => Fault::RestartConsumer(r.below(consumers as u64) as usize),
+            5 => Fault::SetFaults(Faults { lose_requests: &[36], ..Faults::default() }),
+            _ => Fault::SetFaults(Faults {
+                drop: r.below(20) as f64 / 100.0,
+                duplicate: r.below(20) as f64 / 100.0,
+                delay: r.below(30) as f64 / 100.0,
+                delay_by: Duration::from_millis(r.below(3000)),
+                lose_requests: &[],
+            }),
+        };
+        faults.push((at, f));
+    }
+    Plan {
+        brokers,
+        queues: 1 + r.below(8) as i32,
+        consumers,
+        batch: 1 + r.below(4) as usize,
+        fail_rate: [0, 0, 10, 30][r.below(4) as usize],
+        slow_rate: [0, 5, 20][r.below(3) as usize],
+        wire: r.below(4) == 0,
+        strategy,
+        bursts,
+        faults,
+    }
+}
+
+fn run(seed: u64) -> Result<u64, String> {
+    let p = plan(seed);
+    let (fail, slow) = (p.fail_rate, p.slow_rate);
+    let mut b = Sim::builder(seed)
+        .jitter(Duration::from_millis(3))
+        .wire_roundtrip(p.wire)
+        .broker_config(SimBrokerConfig {
+            delay_levels_ms: vec![1000; 18],
+            hold_check_interval: Duration::ZERO,
+            ..Default::default()
+        })
+        .listener(move |_, batch, rng| {
+            let took =
+                if rng.below(100) < slow { Duration::from_millis(rng.below(3000)) } else { Duration::ZERO };
+            let result = if batch.messages[0].reconsume_times < 2 && rng.below(100) < fail {
+                ConsumeResult::LATER
+            } else {
+                ConsumeResult::SUCCESS
+            };
+            Verdict { result, took }
+        });
+    for i in 0..p.brokers {
+        b = b.broker(&format!("broker-{}", (b'a' + i as u8) as char), &[("T", p.queues)]);
+    }
+    let mut sim = b.build();
+    let cfg = sim
+        .config("G")
+        .subscribe("T", "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_message_batch_max_size(p.batch)
+        .allocate_strategy(p.strategy.clone())
+        .max_reconsume_times(3);
+    for _ in 0..p.consumers {
+        sim.add_consumer(cfg.clone());
+    }
+    for (at, n) in &p.bursts {
+        sim.run_for(at.saturating_sub(sim.elapsed()));
+        sim.produce("T", *n);
+    }
+    for (at, f) in &p.faults {
+        sim.inject_at(*at, f.clone());
+    }
+    sim.run_for(FAULT_WINDOW.saturating_sub(sim.elapsed()));
+    // Heal: no network faults; let shutdowns finish; every consumer running again.
+    sim.heal();
+    let shutting = |s: &Sim| (0..p.consumers).any(|i| s.consumer(i).is_some_and(|c| c.is_shutting_down()));
+    sim.run_until(|s| !shutting(s), Duration::from_secs(120)).map_err(|e| format!("{e}\nplan: {p:?}"))?;
+    for i in 0..p.consumers {
+        if sim.consumer(i).is_none_or(|c| c.is_terminated()) {
+            sim.inject(Fault::CrashConsumer(i));
+            sim.inject(Fault::RestartConsumer(i));
+        }
+    }
+    sim.run_until(|s| s.all_done(), Duration::from_secs(400)).map_err(|e| format!("{e}\nplan: {p:?}"))?;
+    Ok(sim.steps())
+}
+
+#[test]
+fn randomized_fault_schedules_lose_nothing() {
+    if let Ok(seed) = std::env::var("SIM_SEED") {
+        let seed: u64 = seed.parse().expect("SIM_SEED is a number");
+        println!("plan for seed {seed}: {:#?}", plan(seed));
+        let steps = run(seed).unwrap_or_else(|e| panic!("{e}"));
+        println!("seed {seed}: ok in {steps} steps");
+        return;
+    }
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (seeds, budget, min) =
+        (env("SIM_SEEDS", 10_000), env("SIM_BUDGET_SECS", 170), env("SIM_MIN_SEEDS", 1_000));
+    let started = Instant::now();
+    let mut ran = 0;
+    let mut steps = 0;
+    for seed in 0..seeds {
+        if started.elapsed() > Duration::from_secs(budget) {
+            break;
+        }
+        match std::panic::catch_unwind(|| run(seed)) {
+            Ok(Ok(s)) => steps += s,
+            Ok(Err(e)) => {
+                panic!("seed {seed} failed: {e}\nreplay: SIM_SEED={seed} cargo test --test sim_random")
+            }
+            Err(_) => panic!(
+                "seed {seed} panicked (see above)\nreplay: SIM_SEED={seed} cargo test --test sim_random"
+            ),
+        }
+        ran += 1;
+    }
+    println!("{ran} seeds, {steps} steps, {:?}", started.elapsed());
+    assert!(ran >= min.min(seeds), "only {ran} seeds in {budget} s");
+}

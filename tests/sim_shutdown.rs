@@ -1,0 +1,74 @@
+//! Graceful shutdown: stop pulling, let in-flight batches finish (up to the deadline), persist,
+//! unregister, then `Terminated` — and a restart replays nothing that finished.
+
+use std::time::Duration;
+
+use rocketmq_push_core::sim::{Sim, Verdict};
+use rocketmq_push_core::{Command, ConsumeFromWhere, Event, Input, UsageError};
+
+#[test]
+fn shutdown_waits_for_in_flight_batches_then_persists_and_unregisters() {
+    let mut sim = Sim::builder(50)
+        .broker("broker-a", &[("T", 2)])
+        .listener(|_, _, _| Verdict { took: Duration::from_secs(2), ..Verdict::OK })
+        .build();
+    sim.produce("T", 10);
+    let c = sim.add_consumer(
+        sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.run_for(Duration::from_millis(500));
+    sim.command(c, Command::Shutdown);
+    sim.run_until(|s| s.consumer(c).unwrap().is_terminated(), Duration::from_secs(30)).unwrap();
+    // Everything dispatched before the shutdown finished and was committed.
+    let consumed = sim.consumed().len() as i64;
+    let committed: i64 = (0..2).map(|q| sim.broker(0).committed_offset("G", "T", q).unwrap_or(0)).sum();
+    assert_eq!(committed, consumed);
+    assert!(sim.broker(0).members("G").is_empty(), "unregistered");
+    let t = sim.transcript(c);
+    let shutdown_part: Vec<_> = t.iter().skip_while(|s| *s != "Transmit:UpdateConsumerOffset").collect();
+    assert!(shutdown_part.iter().any(|s| *s == "Transmit:UnregisterClient"));
+    assert_eq!(t.last().map(String::as_str), Some("Event:Terminated"));
+    assert!(sim.events(c).contains(&Event::Terminated));
+}
+
+#[test]
+fn shutdown_gives_up_on_stuck_batches_at_the_deadline() {
+    let mut sim = Sim::builder(51)
+        .broker("broker-a", &[("T", 1)])
+        .listener(|_, _, _| Verdict { took: Duration::from_secs(600), ..Verdict::OK })
+        .build();
+    sim.produce("T", 3);
+    let c = sim.add_consumer(
+        sim.config("G")
+            .subscribe("T", "*")
+            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+            .await_termination_when_shutdown(Duration::from_secs(5)),
+    );
+    sim.run_for(Duration::from_millis(500));
+    let started = sim.elapsed();
+    sim.command(c, Command::Shutdown);
+    sim.run_until(|s| s.consumer(c).unwrap().is_terminated(), Duration::from_secs(30)).unwrap();
+    let took = sim.elapsed() - started;
+    assert!(took >= Duration::from_secs(5) && took < Duration::from_secs(7), "{took:?}");
+    // Nothing finished, so the committed offset stayed at the start: all three come back later.
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 0), Some(0));
+}
+
+#[test]
+fn input_after_termination_is_refused_and_changes_nothing() {
+    let mut sim = Sim::builder(52).broker("broker-a", &[("T", 1)]).build();
+    let c = sim.add_consumer(sim.config("G").subscribe("T", "*"));
+    sim.run_for(Duration::from_secs(1));
+    sim.command(c, Command::Shutdown);
+    sim.run_until(|s| s.consumer(c).unwrap().is_terminated(), Duration::from_secs(30)).unwrap();
+    let now = sim.now();
+    let mut consumer = sim.consumer(c).unwrap().config().clone();
+    let _ = &mut consumer;
+    let mut fresh = rocketmq_push_core::Consumer::new(consumer, now);
+    fresh.handle(Input::Command(Command::Shutdown), now).unwrap();
+    // A just-started consumer with nothing registered terminates at once.
+    while fresh.poll_action().is_some() {}
+    assert!(fresh.is_terminated());
+    assert_eq!(fresh.handle(Input::Command(Command::Resume), now), Err(UsageError::Terminated));
+    assert_eq!(fresh.poll_timeout(), None);
+}
