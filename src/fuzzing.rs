@@ -122,3 +122,132 @@ pub fn decode_json_body(data: &[u8]) {
         _ => body_round_trip::<ConsumeMessageDirectlyResult>(json),
     }
 }
+
+/// A running consumer fed arbitrary frames (forged responses with live opaques, broker
+/// requests, garbage), disconnects, time, and misuse. Nothing may panic; the consumer's own
+/// invariants (bounded cache, commit at or below the watermark) must hold throughout.
+#[cfg(feature = "sim")]
+pub fn consumer_frames(data: &[u8]) {
+    use std::time::Duration;
+
+    use crate::event::{BatchId, ConsumeResult, DisconnectReason, Input, PeerAddr};
+    use crate::message::{MessageExt, encode_stored};
+    use crate::protocol::{FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode};
+    use crate::sim::Sim;
+
+    let mut sim = Sim::builder(7).broker("broker-a", &[("T", 2)]).build();
+    sim.skip_broker_commit_check();
+    sim.produce("T", 6);
+    let c = sim.add_consumer(
+        sim.config("G")
+            .subscribe("T", "*")
+            .consume_from_where(crate::ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.run_for(Duration::from_secs(2));
+    const CODES: [i32; 14] = [0, 1, 2, 3, 17, 19, 20, 21, 22, 24, 25, 26, 215, 1500];
+    const REQUESTS: [i32; 7] = [40, 220, 221, 307, 309, 39, 9999];
+    const KEYS: [&str; 10] = [
+        "nextBeginOffset",
+        "minOffset",
+        "maxOffset",
+        "suggestWhichBrokerId",
+        "offset",
+        "msgId",
+        "queueId",
+        "queueOffset",
+        "consumerGroup",
+        "topic",
+    ];
+    let mut d = data;
+    let mut take = |n: usize| -> &[u8] {
+        let (a, b) = d.split_at(n.min(d.len()));
+        d = b;
+        a
+    };
+    for _ in 0..64 {
+        let head = take(4);
+        let [kind, x, y, z] = match head {
+            [a, b, c, e] => [*a, *b, *c, *e],
+            _ => break,
+        };
+        match kind % 6 {
+            0 | 1 => {
+                let response = kind % 6 == 0;
+                let mut cmd = RemotingCommand::raw_request(if response {
+                    CODES[usize::from(x) % CODES.len()]
+                } else {
+                    REQUESTS[usize::from(x) % REQUESTS.len()]
+                });
+                cmd.opaque = i32::from(y);
+                cmd.flag = if response {
+                    FLAG_RESPONSE
+                } else if z & 1 == 1 {
+                    FLAG_ONEWAY
+                } else {
+                    0
+                };
+                cmd.language = LanguageCode::JAVA;
+                for i in 0..(z % 5) {
+                    let v = take(2);
+                    let value = match v {
+                        [a, b] if a % 3 == 0 => format!("x{b}"),
+                        [a, b] => (i64::from(*a) * 256 + i64::from(*b) - 100).to_string(),
+                        _ => String::new(),
+                    };
+                    cmd.ext_fields.insert(KEYS[usize::from(i * 3 + x) % KEYS.len()], value);
+                }
+                if z & 0x80 != 0 {
+                    let mut body = BytesMut::new();
+                    let mut m = MessageExt::new("T", "fuzz");
+                    m.queue_offset = i64::from(y);
+                    encode_stored(&m, &mut body);
+                    cmd.body = body.freeze();
+                } else if z & 0x40 != 0 {
+                    let n = usize::from(y);
+                    cmd.body = Bytes::copy_from_slice(take(n));
+                }
+                sim.deliver_from_broker(c, 0, cmd);
+            }
+            2 => sim.run_for(Duration::from_millis(u64::from(x) * 20)),
+            3 => {
+                let (peer, now) = (PeerAddr::new(sim.broker(0).addr()), sim.now());
+                if let Some(consumer) = sim.consumer_mut(c) {
+                    let _ =
+                        consumer.handle(Input::Disconnected { peer, reason: DisconnectReason::Closed }, now);
+                }
+            }
+            4 => {
+                // Misuse: a result for a batch that was never dispatched changes nothing.
+                let now = sim.now();
+                if let Some(consumer) = sim.consumer_mut(c) {
+                    let before = consumer.queue_snapshots();
+                    let id = BatchId(1_000_000 + u64::from(x));
+                    let r = consumer
+                        .handle(Input::ConsumeResult { batch: id, result: ConsumeResult::SUCCESS }, now);
+                    assert!(r.is_err(), "unknown batch accepted");
+                    assert_eq!(consumer.queue_snapshots(), before, "misuse changed state");
+                }
+            }
+            _ => {
+                let n = usize::from(x) + 8;
+                let frame = take(n).to_vec();
+                let mut buf = BytesMut::from(&frame[..]);
+                if let Ok(Some(cmd)) = RemotingCodec::new().decode(&mut buf) {
+                    sim.deliver_from_broker(c, 0, cmd);
+                }
+            }
+        }
+    }
+    sim.run_for(Duration::from_secs(40));
+}
+
+/// A list of simulator operations (faults, restarts, production) decoded from bytes; the
+/// invariants are checked after every step and everything must be consumed once faults heal.
+#[cfg(feature = "sim")]
+pub fn consumer_ops(data: &[u8]) {
+    let seed = data.first().copied().map_or(0, u64::from);
+    let ops = crate::sim::SimOp::decode_all(data.get(1..).unwrap_or(&[]));
+    if let Err(e) = crate::sim::run_ops(seed, &ops) {
+        panic!("{e}\nops: {ops:?}");
+    }
+}

@@ -18,6 +18,8 @@ const TARGETS: &[(&str, Target)] = &[
     ("decode_header", fuzzing::decode_header),
     ("decode_messages", fuzzing::decode_messages),
     ("decode_json_body", fuzzing::decode_json_body),
+    ("consumer_frames", fuzzing::consumer_frames),
+    ("consumer_ops", fuzzing::consumer_ops),
 ];
 
 fn root() -> PathBuf {

@@ -16,10 +16,12 @@
 pub mod broker;
 mod invariants;
 pub mod name_server;
+mod ops;
 mod rng;
 mod world;
 
 pub use broker::{BROKER_VERSION, ConnId, Outgoing, SimBroker, SimBrokerConfig};
 pub use name_server::SimNameServer;
+pub use ops::{SimOp, run_ops};
 pub use rng::SimRng;
 pub use world::{Consumed, Fault, Faults, Listener, Produced, Sim, SimBuilder, Verdict};

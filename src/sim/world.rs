@@ -141,6 +141,7 @@ pub(super) struct SimConsumer {
     local_offsets: Vec<(MessageQueue, i64)>,
     transcript: Vec<String>,
     events: Vec<Event>,
+    replies: Vec<RemotingCommand>,
 }
 
 /// Builder for [`Sim`].
@@ -340,6 +341,7 @@ impl Sim {
             local_offsets: Vec::new(),
             transcript: Vec::new(),
             events: Vec::new(),
+            replies: Vec::new(),
         });
         self.start_consumer(i);
         i
@@ -386,6 +388,32 @@ impl Sim {
     /// `Dispatch`, `Event:QueuesAssigned`, …).
     pub fn transcript(&self, i: usize) -> &[String] {
         &self.consumers[i].transcript
+    }
+
+    /// Consumer `i` itself, bypassing the simulator's bookkeeping (for misuse tests).
+    pub fn consumer_mut(&mut self, i: usize) -> Option<&mut Consumer> {
+        self.consumers[i].consumer.as_mut()
+    }
+
+    /// Turn off the broker-side commit invariant (for inputs that forge broker answers, which
+    /// may legitimately move offsets). The per-consumer invariants stay on.
+    pub fn skip_broker_commit_check(&mut self) {
+        self.checker.skip_broker_commits = true;
+    }
+
+    /// Replies consumer `i` sent to broker-initiated requests.
+    pub fn replies(&self, i: usize) -> &[RemotingCommand] {
+        &self.consumers[i].replies
+    }
+
+    /// Hand consumer `i` a frame as if broker `b` sent it (admin relays such as running info,
+    /// consume directly and reset offset come this way from real brokers).
+    pub fn deliver_from_broker(&mut self, i: usize, b: usize, cmd: RemotingCommand) {
+        let peer = PeerAddr::new(self.brokers[b].addr());
+        if let Some(c) = self.consumers[i].consumer.as_mut() {
+            let _ = c.handle(Input::Frame { peer, command: cmd }, self.now);
+        }
+        self.drain_consumer(i);
     }
 
     /// Broker `i`.
@@ -659,7 +687,12 @@ impl Sim {
             }
             self.consumers[i].transcript.push(name);
             match action {
-                Action::Transmit(t) => self.send_from_consumer(i, t),
+                Action::Transmit(t) => {
+                    if let crate::Request::Reply(r) = &t.request {
+                        self.consumers[i].replies.push(r.clone());
+                    }
+                    self.send_from_consumer(i, t)
+                }
                 Action::Dispatch(batch) => self.run_listener(i, batch),
                 Action::Disconnect { peer } => {
                     if let Some(conn) = self.consumers[i].conns.get(&peer).copied() {
