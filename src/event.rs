@@ -191,6 +191,49 @@ pub enum BatchKind {
     Direct,
 }
 
+/// The messages of a batch: a range of the pull they arrived in, shared rather than copied.
+/// Derefs to `[MessageExt]`.
+#[derive(Clone)]
+pub struct Messages {
+    chunk: Arc<Vec<MessageExt>>,
+    start: u32,
+    end: u32,
+}
+
+impl Messages {
+    /// `chunk[start..end]`; out-of-range bounds are clamped.
+    pub fn new(chunk: Arc<Vec<MessageExt>>, start: usize, end: usize) -> Self {
+        let end = end.min(chunk.len());
+        let start = start.min(end);
+        Self { chunk, start: start as u32, end: end as u32 }
+    }
+
+    /// Messages of their own (a direct consume, a test).
+    pub fn from_vec(v: Vec<MessageExt>) -> Self {
+        let n = v.len();
+        Self::new(Arc::new(v), 0, n)
+    }
+}
+
+impl std::ops::Deref for Messages {
+    type Target = [MessageExt];
+    fn deref(&self) -> &[MessageExt] {
+        &self.chunk[self.start as usize..self.end as usize]
+    }
+}
+
+impl fmt::Debug for Messages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl From<Vec<MessageExt>> for Messages {
+    fn from(v: Vec<MessageExt>) -> Self {
+        Self::from_vec(v)
+    }
+}
+
 /// Messages to run through user code.
 #[derive(Clone, Debug)]
 pub struct Batch {
@@ -199,7 +242,7 @@ pub struct Batch {
     /// The queue the messages came from.
     pub queue: MessageQueue,
     /// The messages, in offset order. Retry messages carry their original topic.
-    pub messages: Vec<MessageExt>,
+    pub messages: Messages,
     /// Concurrent, orderly or direct.
     pub kind: BatchKind,
 }
@@ -209,8 +252,9 @@ pub struct Batch {
 #[must_use]
 #[non_exhaustive]
 pub enum Action {
-    /// Send a request to `peer` (connect first if needed).
-    Transmit(Transmit),
+    /// Send a request to `peer` (connect first if needed). Boxed: requests are far larger than
+    /// the other actions, and a batch dispatch should not move a request's worth of bytes.
+    Transmit(Box<Transmit>),
     /// Run user code on a batch, then answer with [`Input::ConsumeResult`].
     Dispatch(Batch),
     /// Close the connection to `peer`.

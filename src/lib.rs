@@ -19,7 +19,8 @@ pub mod json;
 pub mod message;
 mod namespace;
 mod offset_store;
-mod process_queue;
+#[doc(hidden)]
+pub mod process_queue;
 pub mod producer;
 pub mod protocol;
 pub mod rebalance;
@@ -35,7 +36,7 @@ pub use consumer::{Consumer, QueueSnapshot};
 pub use error::UsageError;
 pub use event::{
     Action, Batch, BatchId, BatchKind, Command, ConsumeResult, ConsumeStatus, DisconnectReason, Event, Input,
-    PeerAddr, Request, Transmit,
+    Messages, PeerAddr, Request, Transmit,
 };
 pub use message::{Message, MessageExt, MessageQueue};
 pub use protocol::body::{ConsumeFromWhere, MessageModel};

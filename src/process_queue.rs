@@ -6,14 +6,21 @@
 //! queue), so entries live in a `VecDeque` sorted by offset: insert is a push, finishing a message
 //! is a binary search, and the watermark is the front. Finished entries in the middle become
 //! tombstones until they reach the front.
+//!
+//! Internal; public (hidden) only so that benches can measure it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::message::MessageExt;
 
+/// The messages one pull brought, shared by the queue's entries and the batches handed out:
+/// dispatching a batch clones an `Arc`, never a message.
+pub type Chunk = Arc<Vec<MessageExt>>;
+
 /// Where a held message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum EntryState {
+pub enum EntryState {
     /// Cached, not handed to user code (orderly, or waiting for a local retry).
     Ready,
     /// In a dispatched batch, or being sent back.
@@ -22,16 +29,35 @@ pub(crate) enum EntryState {
     Removed,
 }
 
+/// One held message: a position in a shared [`Chunk`].
 #[derive(Debug)]
-pub(crate) struct Entry {
-    pub(crate) offset: i64,
-    pub(crate) msg: MessageExt,
-    pub(crate) state: EntryState,
+pub struct Entry {
+    /// Its queue offset.
+    pub offset: i64,
+    /// The pull it came in.
+    pub chunk: Chunk,
+    /// Its index in the chunk.
+    pub index: u32,
+    /// Where it is.
+    pub state: EntryState,
+}
+
+impl Entry {
+    /// The message.
+    pub fn msg(&self) -> &MessageExt {
+        &self.chunk[self.index as usize]
+    }
+
+    /// Replace the message with a changed copy (a local retry counts the attempt).
+    pub fn replace(&mut self, msg: MessageExt) {
+        self.chunk = Arc::new(vec![msg]);
+        self.index = 0;
+    }
 }
 
 /// Per-queue cache. Counts and sizes cover live (not removed) entries only.
 #[derive(Debug, Default)]
-pub(crate) struct ProcessQueue {
+pub struct ProcessQueue {
     entries: VecDeque<Entry>,
     live: usize,
     bytes: usize,
@@ -40,13 +66,15 @@ pub(crate) struct ProcessQueue {
 }
 
 impl ProcessQueue {
-    pub(crate) fn new() -> Self {
+    /// An empty queue.
+    pub fn new() -> Self {
         Self { max_offset: -1, ..Self::default() }
     }
 
-    /// Insert `msg` if its offset is above everything inserted so far (pull results arrive in
-    /// order; anything else is a duplicate). Returns whether it was inserted.
-    pub(crate) fn put(&mut self, msg: MessageExt, state: EntryState) -> bool {
+    /// Insert `chunk[index]` if its offset is above everything inserted so far (pull results
+    /// arrive in order; anything else is a duplicate). Returns whether it was inserted.
+    pub fn put(&mut self, chunk: &Chunk, index: usize, state: EntryState) -> bool {
+        let Some(msg) = chunk.get(index) else { return false };
         let offset = msg.queue_offset;
         if offset <= self.max_offset {
             return false;
@@ -54,28 +82,35 @@ impl ProcessQueue {
         self.max_offset = offset;
         self.live += 1;
         self.bytes += msg.body.len();
-        self.entries.push_back(Entry { offset, msg, state });
+        self.entries.push_back(Entry { offset, chunk: chunk.clone(), index: index as u32, state });
         true
     }
 
     fn index(&self, offset: i64) -> Option<usize> {
+        // Offsets are nearly contiguous (gaps only where a filter dropped messages): try the
+        // direct position first, then search.
+        let front = self.entries.front()?.offset;
+        let guess = usize::try_from(offset.checked_sub(front)?).ok()?;
+        if self.entries.get(guess).is_some_and(|e| e.offset == offset) {
+            return Some(guess);
+        }
         self.entries.binary_search_by_key(&offset, |e| e.offset).ok()
     }
 
     /// The live entry at `offset`.
-    pub(crate) fn get(&self, offset: i64) -> Option<&Entry> {
+    pub fn get(&self, offset: i64) -> Option<&Entry> {
         self.index(offset).map(|i| &self.entries[i]).filter(|e| e.state != EntryState::Removed)
     }
 
     /// The live entry at `offset`, mutably.
-    pub(crate) fn get_mut(&mut self, offset: i64) -> Option<&mut Entry> {
+    pub fn get_mut(&mut self, offset: i64) -> Option<&mut Entry> {
         let i = self.index(offset)?;
         Some(&mut self.entries[i]).filter(|e| e.state != EntryState::Removed)
     }
 
     /// Finish the message at `offset`. Returns false if it was not held (already finished, or
     /// never inserted).
-    pub(crate) fn remove(&mut self, offset: i64) -> bool {
+    pub fn remove(&mut self, offset: i64) -> bool {
         let Some(i) = self.index(offset) else { return false };
         let e = &mut self.entries[i];
         if e.state == EntryState::Removed {
@@ -83,7 +118,7 @@ impl ProcessQueue {
         }
         e.state = EntryState::Removed;
         self.live -= 1;
-        self.bytes -= e.msg.body.len();
+        self.bytes -= e.msg().body.len();
         while self.entries.front().is_some_and(|e| e.state == EntryState::Removed) {
             self.entries.pop_front();
         }
@@ -91,35 +126,35 @@ impl ProcessQueue {
     }
 
     /// Lowest live offset.
-    pub(crate) fn first_live(&self) -> Option<i64> {
+    pub fn first_live(&self) -> Option<i64> {
         // The front is never a tombstone.
         self.entries.front().map(|e| e.offset)
     }
 
     /// What may be committed: the lowest live offset, else `next_offset`.
-    pub(crate) fn watermark(&self, next_offset: i64) -> i64 {
+    pub fn watermark(&self, next_offset: i64) -> i64 {
         self.first_live().unwrap_or(next_offset)
     }
 
     /// Highest pulled offset minus the lowest unfinished one: how far a restart could replay.
     /// Measured from the highest offset ever pulled, not the highest still cached, so one stuck
     /// message makes it grow however fast the rest is consumed.
-    pub(crate) fn span(&self) -> i64 {
+    pub fn span(&self) -> i64 {
         self.first_live().map_or(0, |low| self.max_offset - low)
     }
 
     /// Live messages.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.live
     }
 
     /// Body bytes of live messages.
-    pub(crate) fn bytes(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// Highest offset ever inserted (−1 if none).
-    pub(crate) fn max_offset(&self) -> i64 {
+    pub fn max_offset(&self) -> i64 {
         self.max_offset
     }
 }
@@ -129,10 +164,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn msg(offset: i64, size: usize) -> MessageExt {
+    fn msg(offset: i64, size: usize) -> Chunk {
         let mut m = MessageExt::new("T", vec![0u8; size]);
         m.queue_offset = offset;
-        m
+        Arc::new(vec![m])
     }
 
     #[test]
@@ -140,9 +175,9 @@ mod tests {
         let mut pq = ProcessQueue::new();
         assert_eq!(pq.watermark(7), 7);
         for o in [10, 11, 12, 15] {
-            assert!(pq.put(msg(o, 10), EntryState::InFlight));
+            assert!(pq.put(&msg(o, 10), 0, EntryState::InFlight));
         }
-        assert!(!pq.put(msg(12, 10), EntryState::InFlight), "duplicate");
+        assert!(!pq.put(&msg(12, 10), 0, EntryState::InFlight), "duplicate");
         assert_eq!((pq.count(), pq.bytes(), pq.watermark(16), pq.span()), (4, 40, 10, 5));
         assert!(pq.remove(11));
         assert!(!pq.remove(11), "twice");
@@ -163,7 +198,7 @@ mod tests {
             let mut pq = ProcessQueue::new();
             let mut live: std::collections::BTreeSet<i64> = (0..n as i64).map(|i| i * 2).collect();
             for o in &live {
-                pq.put(msg(*o, 1), EntryState::InFlight);
+                pq.put(&msg(*o, 1), 0, EntryState::InFlight);
             }
             let next = n as i64 * 2;
             for idx in order {

@@ -213,8 +213,12 @@ impl Consumer {
         };
         msg.topic = self.ns.unwrap(&msg.topic).into();
         let queue = MessageQueue::new(msg.topic.clone(), h.broker_name.unwrap_or_default(), msg.queue_id);
-        let batch =
-            Batch { id: crate::event::BatchId(0), queue, messages: vec![msg], kind: BatchKind::Direct };
+        let batch = Batch {
+            id: crate::event::BatchId(0),
+            queue,
+            messages: vec![msg].into(),
+            kind: BatchKind::Direct,
+        };
         self.dispatch_direct(peer, cmd, batch);
     }
 }

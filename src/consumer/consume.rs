@@ -1,6 +1,7 @@
 //! Consumption: batches out to user code, results back, and what failures become — send-back,
 //! the retry-topic fallback, a local retry — plus the consume timeout and direct consumption.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -12,7 +13,7 @@ use super::requests::{Failure, PendingKind};
 use crate::config::ConsumeMode;
 use crate::error::UsageError;
 use crate::event::{
-    Action, Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, PeerAddr, Request,
+    Action, Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, Messages, PeerAddr, Request,
 };
 use crate::message::{Message, keys};
 use crate::process_queue::EntryState;
@@ -64,34 +65,50 @@ impl Consumer {
         id
     }
 
-    /// Hand `offsets` of `key` to user code in batches of `consumeMessageBatchMaxSize`.
+    /// Hand `offsets` of `key` to user code in batches of `consumeMessageBatchMaxSize`. A batch
+    /// is a run of consecutive entries of one pull's chunk: it shares the chunk, no copies.
     pub(super) fn dispatch(&mut self, key: QueueKey, offsets: &[i64]) {
         let size = self.cfg.consume_message_batch_max_size;
         let deadline = self.now + self.cfg.consume_timeout;
         let wall = self.wall_ms();
-        for chunk in offsets.chunks(size) {
-            let id = self.next_batch_id();
+        let kind = if self.cfg.consume_mode == ConsumeMode::Orderly {
+            BatchKind::Orderly
+        } else {
+            BatchKind::Concurrent
+        };
+        let mut i = 0;
+        while i < offsets.len() {
             let Some(q) = self.queues.get_mut(key) else { return };
             q.last_consume_ms = wall;
-            let mut messages = Vec::with_capacity(chunk.len());
-            for o in chunk {
-                if let Some(e) = q.pq.get_mut(*o) {
-                    e.state = EntryState::InFlight;
-                    messages.push(e.msg.clone());
+            let Some(first) = q.pq.get_mut(offsets[i]) else {
+                i += 1;
+                continue;
+            };
+            first.state = EntryState::InFlight;
+            let (chunk, start) = (first.chunk.clone(), first.index as usize);
+            let mut run: SmallVec<[i64; 4]> = SmallVec::new();
+            run.push(offsets[i]);
+            i += 1;
+            while run.len() < size && i < offsets.len() {
+                match q.pq.get_mut(offsets[i]) {
+                    Some(e) if Arc::ptr_eq(&e.chunk, &chunk) && e.index as usize == start + run.len() => {
+                        e.state = EntryState::InFlight;
+                        run.push(offsets[i]);
+                        i += 1;
+                    }
+                    _ => break,
                 }
             }
+            let messages = Messages::new(chunk, start, start + run.len());
             let queue = q.user_mq.clone();
-            let kind = if self.cfg.consume_mode == ConsumeMode::Orderly {
-                BatchKind::Orderly
-            } else {
-                BatchKind::Concurrent
-            };
-            self.batches
-                .insert(id, InFlight { key, offsets: chunk.iter().copied().collect(), timed_out: false });
+            let id = self.next_batch_id();
+            self.batches.insert(id, InFlight { key, offsets: run, timed_out: false });
             // Every batch gets the same timeout, so deadlines arrive in dispatch order: a FIFO
             // and one timer replace a timer per batch.
             self.timeouts.push_back((deadline, id));
-            self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
+            if self.timeouts.len() == 1 {
+                self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
+            }
             self.actions.push_back(Action::Dispatch(Batch { id, queue, messages, kind }));
         }
     }
@@ -141,7 +158,7 @@ impl Consumer {
     pub(super) fn send_back(&mut self, key: QueueKey, offset: i64, delay_level: i32) {
         let Some(q) = self.queues.get(key) else { return };
         let Some(e) = q.pq.get(offset) else { return };
-        let m = &e.msg;
+        let m = e.msg();
         let header = ConsumerSendMsgBackRequestHeader {
             offset: m.commit_log_offset,
             group: self.group.clone(),
@@ -212,7 +229,7 @@ impl Consumer {
         });
         let Some(target) = target else { return self.local_retry(id) };
         let Some(peer) = self.master_addr(&target.broker_name) else { return self.local_retry(id) };
-        let m = &e.msg;
+        let m = e.msg();
         let max = self.cfg.effective_max_reconsume_times();
         let origin_id = m
             .properties
@@ -257,7 +274,9 @@ impl Consumer {
         let Some(sb) = self.send_backs.remove(&id) else { return };
         let Some(q) = self.queues.get_mut(sb.key) else { return };
         let Some(e) = q.pq.get_mut(sb.offset) else { return };
-        e.msg.reconsume_times += 1;
+        let mut again = e.msg().clone();
+        again.reconsume_times += 1;
+        e.replace(again);
         e.state = EntryState::Ready;
         let queue = q.user_mq.clone();
         self.stats.local_retries += 1;

@@ -10,7 +10,7 @@ use super::requests::{Failure, PendingKind};
 
 use crate::config::ConsumeMode;
 use crate::event::{Event, PeerAddr, Request};
-use crate::message::{MessageExt, decode_messages, keys};
+use crate::message::{decode_messages, keys};
 use crate::process_queue::EntryState;
 use crate::protocol::body::MessageModel;
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
@@ -207,40 +207,41 @@ impl Consumer {
                 return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
             }
         };
-        let retry_topic = crate::producer::retry_topic(&self.group);
         let Some(q) = self.queues.get(key) else { return };
-        let sub = self.subs.get(&*q.mq.topic);
+        // Client-side re-filter (the broker filters by tag hash, which can collide); only a
+        // subscription with tags needs it, and only then are properties parsed.
+        let filter = self.subs.get(&*q.mq.topic).filter(|s| !s.tags_set.is_empty());
+        let retry_topic = q.mq.topic.starts_with(crate::producer::RETRY_TOPIC_PREFIX);
         let delta = h.offset_delta.unwrap_or(0);
-        let mut accepted: Vec<MessageExt> = Vec::with_capacity(msgs.len());
-        for mut m in msgs {
-            // Client-side re-filter: the broker filters by tag hash, which can collide.
-            if sub.is_some_and(|s| !s.matches_tag(m.tags())) {
-                continue;
-            }
+        let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
+        let state = if orderly { EntryState::Ready } else { EntryState::InFlight };
+        let unwrap_ns = self.cfg.namespace.is_some();
+        let mut msgs = msgs;
+        if let Some(s) = filter {
+            msgs.retain(|m| s.matches_tag(m.tags()));
+        }
+        let mut fresh = Vec::with_capacity(msgs.len());
+        for m in msgs.iter_mut() {
             m.queue_offset += delta;
             // A retry message carries its original topic (resetRetryAndNamespace).
-            if *m.topic == *retry_topic {
+            if retry_topic {
                 if let Some(original) = m.properties.get(keys::RETRY_TOPIC) {
                     m.topic = self.ns.unwrap(original).into();
                 }
-            } else if self.cfg.namespace.is_some() {
+            } else if unwrap_ns {
                 let plain = self.ns.unwrap(&m.topic);
                 if plain.len() != m.topic.len() {
                     m.topic = plain.into();
                 }
             }
-            accepted.push(m);
         }
-        let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
-        let state = if orderly { EntryState::Ready } else { EntryState::InFlight };
         let Some(q) = self.queues.get_mut(key) else { return };
         q.next_offset = h.next_begin_offset;
         q.suggest_broker_id = h.suggest_which_broker_id;
-        let mut fresh = Vec::with_capacity(accepted.len());
-        for m in accepted {
-            let o = m.queue_offset;
-            if q.pq.put(m, state) {
-                fresh.push(o);
+        let chunk = std::sync::Arc::new(msgs);
+        for (i, m) in chunk.iter().enumerate() {
+            if q.pq.put(&chunk, i, state) {
+                fresh.push(m.queue_offset);
             }
         }
         self.stats.pulled += fresh.len() as u64;

@@ -92,26 +92,26 @@ impl Consumer {
         let code = request.code();
         self.pending.insert(opaque, Pending { peer: peer.clone(), code, kind });
         self.timers.set(Timer::Request(opaque), self.now + timeout);
-        self.actions.push_back(Action::Transmit(Transmit {
+        self.actions.push_back(Action::Transmit(Box::new(Transmit {
             peer,
             opaque,
             oneway: false,
             serialize_type: self.cfg.serialize_type,
             request,
-        }));
+        })));
     }
 
     /// Transmit a oneway request or a reply: nothing is pending.
     pub(super) fn transmit_oneway(&mut self, peer: PeerAddr, request: Request) {
         let opaque = if matches!(request, Request::Reply(_)) { 0 } else { self.next_opaque() };
         let oneway = !matches!(request, Request::Reply(_));
-        self.actions.push_back(Action::Transmit(Transmit {
+        self.actions.push_back(Action::Transmit(Box::new(Transmit {
             peer,
             opaque,
             oneway,
             serialize_type: self.cfg.serialize_type,
             request,
-        }));
+        })));
     }
 
     /// Send to a broker through the registration gate.

@@ -54,7 +54,9 @@ pub struct MessageDecodeError {
 /// All-or-nothing: a malformed record fails the whole body, because the records after it cannot
 /// be located reliably and silently skipping them would lose messages.
 pub fn decode_messages(body: &Bytes, opts: &DecodeOptions) -> Result<Vec<MessageExt>, MessageDecodeError> {
-    let mut out = Vec::new();
+    // A pull brings at most 32 messages by default; sizing for that avoids regrowing (and
+    // moving every message) while never reserving more than the body could hold.
+    let mut out = Vec::with_capacity((body.len() / (FIXED_V4 + 7)).min(32));
     let mut pos = 0;
     let mut index = 0;
     let mut last_topic: Option<Arc<str>> = None;
@@ -120,28 +122,6 @@ impl Cursor<'_> {
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn i64(&mut self, what: &'static str) -> Result<i64, MessageDecodeError> {
-        let b = self.take(8, what)?;
-        let mut a = [0; 8];
-        a.copy_from_slice(b);
-        Ok(i64::from_be_bytes(a))
-    }
-
-    fn host(&mut self, v6: bool, what: &'static str) -> Result<SocketAddr, MessageDecodeError> {
-        let ip: IpAddr = if v6 {
-            let b = self.take(16, what)?;
-            let mut a = [0; 16];
-            a.copy_from_slice(b);
-            Ipv6Addr::from(a).into()
-        } else {
-            let b = self.take(4, what)?;
-            Ipv4Addr::new(b[0], b[1], b[2], b[3]).into()
-        };
-        // Java stores the port as an int; real ports fit 16 bits.
-        let port = self.i32(what)?;
-        Ok(SocketAddr::new(ip, port as u16))
-    }
-
     fn len(&mut self, raw: i64, what: &'static str) -> Result<usize, MessageDecodeError> {
         usize::try_from(raw).ok().filter(|n| *n <= self.end - self.pos).ok_or_else(|| self.err(what))
     }
@@ -161,22 +141,31 @@ fn decode_record(
         .filter(|n| *n >= FIXED_V4 + 4 + 1 + 2 && *n <= buf.len() - start)
         .ok_or(MessageDecodeError { index, offset: start, what: "total size out of range" })?;
     c.end = start + size;
-    let magic = c.i32("truncated magic")?;
+    // The fixed part (hosts included) is read after one length check: `size` was checked
+    // against the IPv4 minimum, and the IPv6 extra is checked once the flags are known.
+    let r = &buf[start..start + size];
+    let magic = be_i32(r, 4);
     if magic != MAGIC_V1 && magic != MAGIC_V2 {
         return Err(MessageDecodeError { index, offset: start + 4, what: "unknown magic code" });
     }
-    let body_crc = c.i32("truncated body CRC")?;
-    let queue_id = c.i32("truncated queue id")?;
-    let flag = c.i32("truncated flag")?;
-    let queue_offset = c.i64("truncated queue offset")?;
-    let commit_log_offset = c.i64("truncated physical offset")?;
-    let mut sys_flag = c.i32("truncated sys flag")?;
-    let born_timestamp = c.i64("truncated born timestamp")?;
-    let born_host = c.host(sys_flag & BORNHOST_V6_FLAG != 0, "truncated born host")?;
-    let store_timestamp = c.i64("truncated store timestamp")?;
-    let store_host = c.host(sys_flag & STOREHOSTADDRESS_V6_FLAG != 0, "truncated store host")?;
-    let reconsume_times = c.i32("truncated reconsume times")?;
-    let prepared_transaction_offset = c.i64("truncated prepared transaction offset")?;
+    let mut sys_flag = be_i32(r, 36);
+    let (born_v6, store_v6) = (sys_flag & BORNHOST_V6_FLAG != 0, sys_flag & STOREHOSTADDRESS_V6_FLAG != 0);
+    let fixed = FIXED_V4 + if born_v6 { 12 } else { 0 } + if store_v6 { 12 } else { 0 };
+    if size < fixed + 4 + 1 + 2 {
+        return Err(MessageDecodeError { index, offset: start, what: "total size too small for IPv6 hosts" });
+    }
+    let body_crc = be_i32(r, 8);
+    let queue_id = be_i32(r, 12);
+    let flag = be_i32(r, 16);
+    let queue_offset = be_i64(r, 20);
+    let commit_log_offset = be_i64(r, 28);
+    let born_timestamp = be_i64(r, 40);
+    let (born_host, at) = host(r, 48, born_v6);
+    let store_timestamp = be_i64(r, at);
+    let (store_host, at) = host(r, at + 8, store_v6);
+    let reconsume_times = be_i32(r, at);
+    let prepared_transaction_offset = be_i64(r, at + 4);
+    c.pos = start + at + 12;
     let body_len = c.i32("truncated body length")?;
     let body_len = c.len(body_len.into(), "body length exceeds the record")?;
     let mut body = c.slice(body_len, "truncated body")?;
@@ -225,6 +214,30 @@ fn decode_record(
         properties,
     };
     Ok((msg, size))
+}
+
+fn be_i32(r: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]])
+}
+
+fn be_i64(r: &[u8], at: usize) -> i64 {
+    let mut a = [0; 8];
+    a.copy_from_slice(&r[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// A host at `at` (IPv4 or IPv6 address, then an i32 port); returns it and the next offset.
+/// Callers checked that the record holds the fixed part.
+fn host(r: &[u8], at: usize, v6: bool) -> (SocketAddr, usize) {
+    let (ip, port_at): (IpAddr, usize) = if v6 {
+        let mut a = [0; 16];
+        a.copy_from_slice(&r[at..at + 16]);
+        (Ipv6Addr::from(a).into(), at + 16)
+    } else {
+        (Ipv4Addr::new(r[at], r[at + 1], r[at + 2], r[at + 3]).into(), at + 4)
+    };
+    // Java stores the port as an int; real ports fit 16 bits.
+    (SocketAddr::new(ip, be_i32(r, port_at) as u16), port_at + 4)
 }
 
 /// Share one `Arc<str>` between consecutive records of the same topic (one allocation per pull).
