@@ -1,4 +1,4 @@
-//! Rebalancing: who consumes which queue. Pure pieces; [`consumer`](crate::consumer) sequences them.
+//! Rebalancing: who consumes which queue. Pure pieces; the consumer sequences them.
 
 mod md5;
 mod strategy;

@@ -11,7 +11,8 @@
 //!
 //! Time is `t0 + virtual elapsed` and moves only when [`Sim::step`] jumps to the earliest pending
 //! event: a delivery, a consumer or broker deadline, a listener finishing, a scheduled fault.
-//! After every step the invariants in [`invariants`] are checked; a violation panics with the seed.
+//! After every step the invariants are checked (see `sim/invariants.rs`); a violation panics with
+//! the seed.
 
 pub mod broker;
 mod invariants;
