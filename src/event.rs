@@ -180,6 +180,45 @@ impl From<ConsumeStatus> for ConsumeResult {
     }
 }
 
+/// What a listener knows besides the messages, and may set (Java's
+/// `ConsumeConcurrentlyContext` / `ConsumeOrderlyContext`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumeContext {
+    /// The queue the batch came from.
+    pub queue: MessageQueue,
+    /// Concurrent, orderly or direct.
+    pub kind: BatchKind,
+    /// `ackIndex`: with `Success`, messages after this index failed (`None` = all succeeded).
+    pub ack_index: Option<usize>,
+    /// `delayLevelWhenNextConsume`: 0 = the broker's schedule, −1 = dead-letter at once.
+    pub delay_level: i32,
+    /// Orderly `suspendCurrentQueueTimeMillis` for this batch.
+    pub suspend_millis: Option<u64>,
+}
+
+impl ConsumeContext {
+    /// A fresh context for `batch`.
+    pub fn for_batch(batch: &Batch) -> Self {
+        Self {
+            queue: batch.queue.clone(),
+            kind: batch.kind,
+            ack_index: None,
+            delay_level: 0,
+            suspend_millis: None,
+        }
+    }
+
+    /// The result to hand back: `status` plus what the listener set here.
+    pub fn result(&self, status: ConsumeStatus) -> ConsumeResult {
+        ConsumeResult {
+            status,
+            ack_index: self.ack_index,
+            delay_level: self.delay_level,
+            suspend_millis: self.suspend_millis,
+        }
+    }
+}
+
 /// Why a batch is being delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchKind {
@@ -494,6 +533,13 @@ pub enum Event {
         peer: PeerAddr,
         /// Its opaque.
         opaque: i32,
+    },
+    /// A connection was lost (or could not be opened); requests on it are retried.
+    ConnectionLost {
+        /// The peer.
+        peer: PeerAddr,
+        /// Why.
+        reason: String,
     },
     /// Orderly: a queue could not be locked; it is not consumed until it is.
     LockFailed {

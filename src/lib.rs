@@ -114,6 +114,7 @@ pub mod client_id;
 pub mod codec;
 pub mod config;
 mod consumer;
+pub mod driver;
 mod error;
 pub mod event;
 #[doc(hidden)]
@@ -136,10 +137,11 @@ pub use client_id::ClientId;
 pub use codec::{DecodeError, RemotingCodec};
 pub use config::{ConfigError, ConsumeMode, ConsumerConfig, ConsumerConfigBuilder, Subscription};
 pub use consumer::{Consumer, QueueSnapshot};
+pub use driver::{Driver, IoCommand, LinkId};
 pub use error::UsageError;
 pub use event::{
-    Action, Batch, BatchId, BatchKind, Command, ConsumeResult, ConsumeStatus, DisconnectReason, Event, Input,
-    Messages, PeerAddr, Request, Transmit,
+    Action, Batch, BatchId, BatchKind, Command, ConsumeContext, ConsumeResult, ConsumeStatus,
+    DisconnectReason, Event, Input, Messages, PeerAddr, Request, Transmit,
 };
 pub use message::{Message, MessageExt, MessageQueue};
 pub use protocol::body::{ConsumeFromWhere, MessageModel};

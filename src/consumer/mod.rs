@@ -31,7 +31,7 @@ use hashbrown::HashMap;
 
 use crate::config::ConsumerConfig;
 use crate::error::UsageError;
-use crate::event::{Action, BatchId, Event, Input, PeerAddr};
+use crate::event::{Action, BatchId, DisconnectReason, Event, Input, PeerAddr};
 use crate::message::MessageQueue;
 use crate::namespace::Namespace;
 use crate::protocol::body::{HeartbeatData, SubscriptionData};
@@ -182,7 +182,18 @@ impl Consumer {
                 }
             }
             Input::Connected { .. } => {}
-            Input::Disconnected { peer, reason: _ } => self.on_disconnected(&peer),
+            Input::Disconnected { peer, reason } => {
+                if reason != DisconnectReason::Requested {
+                    let reason = match reason {
+                        DisconnectReason::Closed => "closed by the peer".to_owned(),
+                        DisconnectReason::ConnectFailed(e) => format!("connect failed: {e}"),
+                        DisconnectReason::Decode(e) => format!("undecodable bytes: {e}"),
+                        other => format!("{other:?}"),
+                    };
+                    self.emit(Event::ConnectionLost { peer: peer.clone(), reason });
+                }
+                self.on_disconnected(&peer)
+            }
             Input::ConsumeResult { batch, result } => self.on_consume_result(batch, result)?,
             Input::Command(cmd) => self.on_command(cmd)?,
         }

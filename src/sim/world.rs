@@ -948,6 +948,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::FailedMessagesDropped { .. } => "FailedMessagesDropped",
         Event::UnexpectedResponse { .. } => "UnexpectedResponse",
         Event::LockFailed { .. } => "LockFailed",
+        Event::ConnectionLost { .. } => "ConnectionLost",
         Event::Terminated => "Terminated",
     }
 }

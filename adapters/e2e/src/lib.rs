@@ -1,0 +1,512 @@
+//! The end-to-end suite: one body of scenarios, run by every adapter (`tests/e2e.rs` in each)
+//! against the real broker (`scripts/rocketmq.sh start`; `NAMESRV_ADDR` and `BROKER_ADDR`) and
+//! against the simulator served on loopback TCP.
+//!
+//! An adapter implements [`Adapter`]: start a consumer from a [`Spec`] whose listener records
+//! what it sees and answers as the spec says; the suite does the rest.
+#![allow(clippy::disallowed_methods, missing_docs)] // test code: real clocks and sockets
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
+use rocketmq_push_core::sim::SimBrokerConfig;
+use rocketmq_push_core::{ConsumeFromWhere, Event, MessageModel};
+use rocketmq_push_io::sim_server::SimServer;
+use rocketmq_push_io::{Client, Producer};
+
+/// What the listener does with one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Later,
+    Panic,
+}
+
+/// One message as a listener saw it.
+#[derive(Clone, Debug)]
+pub struct Rec {
+    pub key: String,
+    pub topic: String,
+    pub queue: MessageQueue,
+    pub offset: i64,
+    pub reconsume: i32,
+    pub tag: Option<String>,
+}
+
+/// What the listener of a started consumer records, shared with the suite.
+#[derive(Clone, Default)]
+pub struct Recorder(Arc<Mutex<Vec<Rec>>>, Arc<Mutex<Vec<Event>>>);
+
+impl Recorder {
+    pub fn record(&self, m: &MessageExt, queue: &MessageQueue) {
+        let rec = Rec {
+            key: m.msg_id().into_owned(),
+            topic: m.topic.to_string(),
+            queue: queue.clone(),
+            offset: m.queue_offset,
+            reconsume: m.reconsume_times,
+            tag: m.tags().map(str::to_owned),
+        };
+        self.0.lock().unwrap().push(rec);
+    }
+    pub fn event(&self, e: &Event) {
+        self.1.lock().unwrap().push(e.clone());
+    }
+    pub fn all(&self) -> Vec<Rec> {
+        self.0.lock().unwrap().clone()
+    }
+    pub fn events(&self) -> Vec<Event> {
+        self.1.lock().unwrap().clone()
+    }
+    pub fn keys(&self) -> BTreeSet<String> {
+        self.all().into_iter().map(|r| r.key).collect()
+    }
+}
+
+pub type Decide = Arc<dyn Fn(&MessageExt) -> Outcome + Send + Sync>;
+
+/// A consumer to start.
+#[derive(Clone)]
+pub struct Spec {
+    pub group: String,
+    pub topic: String,
+    pub expression: String,
+    pub model: MessageModel,
+    pub from: ConsumeFromWhere,
+    pub timestamp_ms: Option<i64>,
+    pub max_reconsume: i32,
+    pub offset_file: Option<PathBuf>,
+    pub decide: Decide,
+    pub recorder: Recorder,
+}
+
+impl Spec {
+    pub fn new(group: &str, topic: &str) -> Self {
+        Self {
+            group: group.into(),
+            topic: topic.into(),
+            expression: "*".into(),
+            model: MessageModel::Clustering,
+            from: ConsumeFromWhere::ConsumeFromFirstOffset,
+            timestamp_ms: None,
+            max_reconsume: -1,
+            offset_file: None,
+            decide: Arc::new(|_| Outcome::Ok),
+            recorder: Recorder::default(),
+        }
+    }
+
+    /// Record `m`, then decide; a listener does exactly this per message.
+    pub fn handle(&self, m: &MessageExt, queue: &MessageQueue) -> Outcome {
+        self.recorder.record(m, queue);
+        (self.decide)(m)
+    }
+}
+
+/// A running consumer.
+pub trait Running {
+    fn shutdown(self: Box<Self>);
+}
+
+/// What each adapter provides to run the suite.
+pub trait Adapter {
+    fn name(&self) -> &'static str;
+    /// Start a consumer for `spec` against `name_server`; its listener calls [`Spec::handle`]
+    /// for each message and returns RECONSUME_LATER if any says `Later`, panics on `Panic`, and
+    /// forwards events to `spec.recorder.event`.
+    fn start(&self, name_server: &str, spec: &Spec) -> Box<dyn Running>;
+}
+
+/// Where the suite runs: the real broker or the simulator over TCP.
+pub enum Env {
+    Real { name_server: String, broker: String },
+    Sim(SimServer),
+}
+
+impl Env {
+    /// The real broker from the environment, or `None` (skipped) unless `RMQ_REQUIRE_BROKER=1`.
+    pub fn real() -> Option<Self> {
+        match (std::env::var("NAMESRV_ADDR"), std::env::var("BROKER_ADDR")) {
+            (Ok(name_server), Ok(broker)) if std::net::TcpStream::connect(&broker).is_ok() => {
+                Some(Self::Real { name_server, broker })
+            }
+            _ => {
+                assert!(
+                    std::env::var("RMQ_REQUIRE_BROKER").as_deref() != Ok("1"),
+                    "RMQ_REQUIRE_BROKER=1 but no broker: run scripts/rocketmq.sh start"
+                );
+                eprintln!("note: no real broker; skipping the real-broker run");
+                None
+            }
+        }
+    }
+
+    /// The simulator on loopback TCP (retry delays of 1 s, like the test broker.conf).
+    pub fn sim() -> Self {
+        let cfg = SimBrokerConfig { delay_levels_ms: vec![1000; 18], ..SimBrokerConfig::default() };
+        Self::Sim(SimServer::start(&[("broker-a", &[])], cfg).expect("sim server starts"))
+    }
+
+    pub fn name_server(&self) -> String {
+        match self {
+            Self::Real { name_server, .. } => name_server.clone(),
+            Self::Sim(s) => s.name_server().to_owned(),
+        }
+    }
+
+    pub fn is_sim(&self) -> bool {
+        matches!(self, Self::Sim(_))
+    }
+
+    pub fn create_topic(&self, topic: &str, queues: i32) {
+        match self {
+            Self::Real { broker, .. } => {
+                Client::connect(broker, T).unwrap().create_topic(topic, queues).unwrap()
+            }
+            Self::Sim(s) => s.create_topic(topic, queues),
+        }
+    }
+
+    pub fn produce(&self, msgs: Vec<Message>) {
+        match self {
+            Self::Real { name_server, .. } => {
+                let mut p = Producer::new(name_server, T);
+                for m in msgs {
+                    p.send(m).unwrap();
+                }
+            }
+            Self::Sim(s) => {
+                s.produce(msgs);
+            }
+        }
+    }
+
+    /// The group's committed offsets of `topic`'s queues (queue id → offset).
+    pub fn committed(&self, group: &str, topic: &str, queues: i32) -> BTreeMap<i32, Option<i64>> {
+        match self {
+            Self::Real { broker, .. } => {
+                let mut c = Client::connect(broker, T).unwrap();
+                (0..queues)
+                    .map(|q| (q, c.query_offset(group, &MessageQueue::new(topic, "broker-a", q)).unwrap()))
+                    .collect()
+            }
+            Self::Sim(s) => (0..queues).map(|q| (q, s.committed_offset(0, group, topic, q))).collect(),
+        }
+    }
+
+    /// `UNIQ_KEY`s in the group's dead-letter queue.
+    pub fn dead_lettered(&self, group: &str) -> BTreeSet<String> {
+        match self {
+            Self::Real { broker, .. } => {
+                let mut c = Client::connect(broker, T).unwrap();
+                let q = MessageQueue::new(format!("%DLQ%{group}").as_str(), "broker-a", 0);
+                let mut out = BTreeSet::new();
+                let mut offset = 0;
+                loop {
+                    match c.pull(&format!("{group}_dlq_reader"), &q, offset) {
+                        Ok((msgs, next)) if !msgs.is_empty() => {
+                            out.extend(msgs.iter().map(|m| m.msg_id().into_owned()));
+                            offset = next;
+                        }
+                        _ => return out,
+                    }
+                }
+            }
+            Self::Sim(s) => s.dead_lettered(group).iter().map(|m| m.msg_id().into_owned()).collect(),
+        }
+    }
+}
+
+const T: Duration = Duration::from_secs(10);
+
+fn unique(prefix: &str) -> String {
+    let n = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() % 1_000_000_000_000;
+    format!("{prefix}_{}_{n}", std::process::id())
+}
+
+fn msgs(topic: &str, n: usize, tag: impl Fn(usize) -> Option<&'static str>) -> (Vec<Message>, Vec<String>) {
+    let base = unique("K");
+    let mut keys_out = Vec::with_capacity(n);
+    let m = (0..n)
+        .map(|i| {
+            let key = format!("{base}_{i}");
+            keys_out.push(key.clone());
+            let mut m = Message::new(topic, format!("body-{i}")).with_property(keys::UNIQ_KEY, &key);
+            if let Some(t) = tag(i) {
+                m = m.with_tags(t);
+            }
+            m
+        })
+        .collect();
+    (m, keys_out)
+}
+
+/// Wait (polling) until `done`, or panic with `what` after `limit`.
+pub fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+type Scenario = fn(&dyn Adapter, &Env);
+
+/// Every scenario, in order. Each uses its own topic and group.
+pub fn run_all(a: &dyn Adapter, env: &Env) {
+    let scenarios: &[(&str, Scenario)] = &[
+        ("consume 10,000 over 8 queues, commit, restart without replay", consume_commit_restart),
+        ("reconsume later → %RETRY% → %DLQ%", retry_then_dlq),
+        ("two members split the queues; one leaves; nothing lost", split_then_takeover),
+        ("broadcasting: each member gets everything", broadcasting),
+        ("tag filter", tag_filter),
+        ("consume from a timestamp", from_timestamp),
+        ("a panicking listener counts as reconsume later", panicking_listener),
+    ];
+    for (name, f) in scenarios {
+        let started = Instant::now();
+        f(a, env);
+        eprintln!(
+            "[{} / {}] ok: {name} ({:.1?})",
+            a.name(),
+            if env.is_sim() { "sim" } else { "broker" },
+            started.elapsed()
+        );
+    }
+    if let Env::Sim(server) = env {
+        for (name, f) in [
+            (
+                "broker closes connections in the middle of long polls",
+                close_mid_long_poll as fn(&dyn Adapter, &Env, &SimServer),
+            ),
+            ("undecodable bytes close the connection, which is reported and reopened", garbage_frame),
+        ] {
+            f(a, env, server);
+            eprintln!("[{} / sim] ok: {name}", a.name());
+        }
+    }
+}
+
+fn consume_commit_restart(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_bulk"), unique("g_bulk"));
+    env.create_topic(&topic, 8);
+    let (batch, keys) = msgs(&topic, 10_000, |_| None);
+    env.produce(batch);
+    let spec = Spec::new(&group, &topic);
+    let c = a.start(&env.name_server(), &spec);
+    wait(Duration::from_secs(120), "10,000 consumed", || spec.recorder.keys().len() >= keys.len());
+    c.shutdown();
+    let all = spec.recorder.all();
+    assert_eq!(spec.recorder.keys(), keys.iter().cloned().collect::<BTreeSet<_>>(), "every message");
+    assert_eq!(all.len(), keys.len(), "no duplicates in a quiet run");
+    let committed = env.committed(&group, &topic, 8);
+    let total: i64 = committed.values().map(|o| o.expect("committed after shutdown")).sum();
+    assert_eq!(total, 10_000, "offsets committed: {committed:?}");
+    // Restart: only what arrives now is delivered.
+    let (more, more_keys) = msgs(&topic, 100, |_| None);
+    env.produce(more);
+    let spec2 = Spec::new(&group, &topic);
+    let c = a.start(&env.name_server(), &spec2);
+    wait(Duration::from_secs(60), "100 more consumed", || spec2.recorder.keys().len() >= 100);
+    std::thread::sleep(Duration::from_millis(500));
+    c.shutdown();
+    assert_eq!(spec2.recorder.keys(), more_keys.into_iter().collect::<BTreeSet<_>>(), "nothing re-delivered");
+}
+
+fn retry_then_dlq(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_retry"), unique("g_retry"));
+    env.create_topic(&topic, 4);
+    let (batch, keys) = msgs(&topic, 40, |_| None);
+    let always: BTreeSet<String> = keys[..5].iter().cloned().collect();
+    let once: BTreeSet<String> = keys[5..15].iter().cloned().collect();
+    env.produce(batch);
+    let mut spec = Spec::new(&group, &topic);
+    spec.max_reconsume = 2;
+    let (al, on) = (always.clone(), once.clone());
+    spec.decide = Arc::new(move |m| {
+        let k = m.msg_id();
+        if al.contains(&*k) || (on.contains(&*k) && m.reconsume_times == 0) {
+            Outcome::Later
+        } else {
+            Outcome::Ok
+        }
+    });
+    let c = a.start(&env.name_server(), &spec);
+    wait(Duration::from_secs(90), "retries and dead letters", || {
+        let recs = spec.recorder.all();
+        let retried_once = once.iter().all(|k| recs.iter().any(|r| &r.key == k && r.reconsume == 1));
+        retried_once && env.dead_lettered(&group).is_superset(&always)
+    });
+    c.shutdown();
+    let recs = spec.recorder.all();
+    for k in &once {
+        let back = recs.iter().find(|r| &r.key == k && r.reconsume == 1).unwrap();
+        assert_eq!(back.topic, topic, "retry message carries its original topic");
+        assert!(back.queue.topic.starts_with("%RETRY%"));
+    }
+    for k in &always {
+        let times: Vec<i32> = recs.iter().filter(|r| &r.key == k).map(|r| r.reconsume).collect();
+        assert_eq!(times.iter().max(), Some(&2), "consumed up to maxReconsumeTimes: {times:?}");
+    }
+    assert!(env.dead_lettered(&group).is_disjoint(&once));
+}
+
+fn split_then_takeover(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_split"), unique("g_split"));
+    env.create_topic(&topic, 8);
+    let sa = Spec::new(&group, &topic);
+    let sb = Spec { recorder: Recorder::default(), ..sa.clone() };
+    let ca = a.start(&env.name_server(), &sa);
+    let cb = a.start(&env.name_server(), &sb);
+    std::thread::sleep(Duration::from_secs(3));
+    let (first, mut all_keys) = msgs(&topic, 2000, |_| None);
+    env.produce(first);
+    wait(Duration::from_secs(60), "both consume", || {
+        sa.recorder.keys().len() + sb.recorder.keys().len() >= 2000
+    });
+    assert!(!sa.recorder.all().is_empty() && !sb.recorder.all().is_empty(), "the queues are split");
+    cb.shutdown();
+    let (second, keys2) = msgs(&topic, 1000, |_| None);
+    all_keys.extend(keys2);
+    env.produce(second);
+    wait(Duration::from_secs(60), "the remaining member takes over", || {
+        let got: BTreeSet<String> = sa.recorder.keys().union(&sb.recorder.keys()).cloned().collect();
+        all_keys.iter().all(|k| got.contains(k))
+    });
+    ca.shutdown();
+}
+
+fn broadcasting(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_bcast"), unique("g_bcast"));
+    env.create_topic(&topic, 4);
+    let dir = std::env::temp_dir().join(unique("rmq_bcast"));
+    let mut sa = Spec::new(&group, &topic);
+    sa.model = MessageModel::Broadcasting;
+    sa.offset_file = Some(dir.join("a.json"));
+    let sb = Spec { recorder: Recorder::default(), offset_file: Some(dir.join("b.json")), ..sa.clone() };
+    let ca = a.start(&env.name_server(), &sa);
+    let cb = a.start(&env.name_server(), &sb);
+    std::thread::sleep(Duration::from_secs(2));
+    let (batch, keys) = msgs(&topic, 500, |_| None);
+    env.produce(batch);
+    let want: BTreeSet<String> = keys.into_iter().collect();
+    wait(Duration::from_secs(60), "every member gets every message", || {
+        sa.recorder.keys().is_superset(&want) && sb.recorder.keys().is_superset(&want)
+    });
+    ca.shutdown();
+    cb.shutdown();
+    assert!(dir.join("a.json").exists() && dir.join("b.json").exists(), "local offsets persisted");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn tag_filter(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_tag"), unique("g_tag"));
+    env.create_topic(&topic, 4);
+    let mut spec = Spec::new(&group, &topic);
+    spec.expression = "TagA || TagB".into();
+    let c = a.start(&env.name_server(), &spec);
+    std::thread::sleep(Duration::from_secs(2));
+    let tags = ["TagA", "TagB", "TagC"];
+    let (batch, keys) = msgs(&topic, 90, |i| Some(tags[i % 3]));
+    env.produce(batch);
+    let want: BTreeSet<String> =
+        keys.iter().enumerate().filter(|(i, _)| i % 3 != 2).map(|(_, k)| k.clone()).collect();
+    wait(Duration::from_secs(60), "tagged messages", || spec.recorder.keys().is_superset(&want));
+    std::thread::sleep(Duration::from_millis(500));
+    c.shutdown();
+    assert_eq!(spec.recorder.keys(), want, "TagC filtered out");
+}
+
+fn from_timestamp(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_ts"), unique("g_ts"));
+    env.create_topic(&topic, 2);
+    let (old, _) = msgs(&topic, 20, |_| None);
+    env.produce(old);
+    std::thread::sleep(Duration::from_millis(1500));
+    let cut = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    std::thread::sleep(Duration::from_millis(100));
+    let (new, new_keys) = msgs(&topic, 20, |_| None);
+    env.produce(new);
+    let mut spec = Spec::new(&group, &topic);
+    spec.from = ConsumeFromWhere::ConsumeFromTimestamp;
+    spec.timestamp_ms = Some(cut);
+    let c = a.start(&env.name_server(), &spec);
+    wait(Duration::from_secs(60), "messages after the timestamp", || spec.recorder.keys().len() >= 20);
+    std::thread::sleep(Duration::from_millis(500));
+    c.shutdown();
+    assert_eq!(
+        spec.recorder.keys(),
+        new_keys.into_iter().collect::<BTreeSet<_>>(),
+        "only what was stored after it"
+    );
+}
+
+fn panicking_listener(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_panic"), unique("g_panic"));
+    env.create_topic(&topic, 2);
+    let mut spec = Spec::new(&group, &topic);
+    spec.decide = Arc::new(|m| {
+        if m.reconsume_times == 0 && m.queue_offset % 2 == 0 { Outcome::Panic } else { Outcome::Ok }
+    });
+    let c = a.start(&env.name_server(), &spec);
+    std::thread::sleep(Duration::from_secs(2));
+    let (batch, keys) = msgs(&topic, 30, |_| None);
+    env.produce(batch);
+    let want: BTreeSet<String> = keys.into_iter().collect();
+    wait(Duration::from_secs(60), "every message, panics retried", || {
+        let ok: BTreeSet<String> = spec
+            .recorder
+            .all()
+            .into_iter()
+            .filter(|r| r.reconsume > 0 || r.offset % 2 == 1)
+            .map(|r| r.key)
+            .collect();
+        ok.is_superset(&want)
+    });
+    c.shutdown();
+}
+
+fn close_mid_long_poll(a: &dyn Adapter, env: &Env, server: &SimServer) {
+    let (topic, group) = (unique("e2e_close"), unique("g_close"));
+    env.create_topic(&topic, 4);
+    let spec = Spec::new(&group, &topic);
+    let c = a.start(&env.name_server(), &spec);
+    std::thread::sleep(Duration::from_secs(2)); // pulls are now held by the broker
+    assert!(server.close_connections(0) > 0);
+    let (batch, keys) = msgs(&topic, 100, |_| None);
+    env.produce(batch);
+    let want: BTreeSet<String> = keys.into_iter().collect();
+    wait(Duration::from_secs(30), "consumption resumes after reconnecting", || {
+        spec.recorder.keys().is_superset(&want)
+    });
+    c.shutdown();
+    assert!(
+        spec.recorder.events().iter().any(|e| matches!(e, Event::ConnectionLost { .. })),
+        "the loss was reported"
+    );
+}
+
+fn garbage_frame(a: &dyn Adapter, env: &Env, server: &SimServer) {
+    let (topic, group) = (unique("e2e_garbage"), unique("g_garbage"));
+    env.create_topic(&topic, 2);
+    let spec = Spec::new(&group, &topic);
+    let c = a.start(&env.name_server(), &spec);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(server.send_garbage(0) > 0);
+    let (batch, keys) = msgs(&topic, 50, |_| None);
+    env.produce(batch);
+    let want: BTreeSet<String> = keys.into_iter().collect();
+    wait(Duration::from_secs(30), "consumption resumes on a new connection", || {
+        spec.recorder.keys().is_superset(&want)
+    });
+    c.shutdown();
+    let reported = spec
+        .recorder
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::ConnectionLost { reason, .. } if reason.contains("undecodable")));
+    assert!(reported, "the decode failure was reported: {:?}", spec.recorder.events());
+}

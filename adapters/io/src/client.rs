@@ -1,0 +1,359 @@
+//! A small blocking remoting client: one connection, one request at a time. For tools (`rmqcat`
+//! produce, route, group) and tests; consumers use the core and an adapter instead.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use rocketmq_push_core::codec::{DecodeError, RemotingCodec, encode_to_bytes};
+use rocketmq_push_core::message::{Message, MessageQueue, UniqIdGenerator, keys};
+use rocketmq_push_core::producer::{SendCompression, SendResult, send_message_request, send_result};
+use rocketmq_push_core::protocol::body::{
+    BodyError, GetConsumerListByGroupResponseBody, JsonBody, TopicRouteData,
+};
+use rocketmq_push_core::protocol::header::{
+    CreateTopicRequestHeader, GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader,
+    GetRouteInfoRequestHeader, OffsetResponseHeader, QueryConsumerOffsetRequestHeader,
+};
+use rocketmq_push_core::protocol::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
+
+/// What went wrong talking to a server.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// Could not connect, read or write.
+    Io(io::Error),
+    /// The server sent bytes that are not a frame.
+    Decode(DecodeError),
+    /// No answer in time.
+    Timeout,
+    /// The server closed the connection.
+    Closed,
+    /// An error answer.
+    Broker {
+        /// Response code.
+        code: i32,
+        /// Remark.
+        remark: String,
+    },
+    /// An answer with an unreadable header.
+    Header(HeaderError),
+    /// An answer with an unreadable body.
+    Body(BodyError),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "{e}"),
+            Self::Decode(e) => write!(f, "bad frame: {e}"),
+            Self::Timeout => f.write_str("no answer in time"),
+            Self::Closed => f.write_str("connection closed by the server"),
+            Self::Broker { code, remark } => {
+                let name = ResponseCode::from_i32(*code).map_or("", |c| c.java_name());
+                write!(f, "error {code} {name}: {remark}")
+            }
+            Self::Header(e) => write!(f, "{e}"),
+            Self::Body(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<io::Error> for ClientError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// One blocking connection to a name server or broker.
+pub struct Client {
+    addr: String,
+    stream: TcpStream,
+    buf: BytesMut,
+    codec: RemotingCodec,
+    next_opaque: i32,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+fn ok(cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
+    if cmd.code == ResponseCode::Success as i32 {
+        Ok(cmd)
+    } else {
+        Err(ClientError::Broker { code: cmd.code, remark: cmd.remark_str().to_owned() })
+    }
+}
+
+impl Client {
+    /// Connect to `addr` (`host:port`) within `timeout`; requests also time out after it.
+    pub fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
+        let sock = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("cannot resolve {addr}")))?;
+        let stream = TcpStream::connect_timeout(&sock, timeout)?;
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            addr: addr.to_owned(),
+            stream,
+            buf: BytesMut::with_capacity(64 * 1024),
+            codec: RemotingCodec::new(),
+            next_opaque: 1,
+            timeout,
+        })
+    }
+
+    /// The address.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Send `cmd` and wait for its answer (requests the server sends meanwhile are ignored).
+    pub fn call(&mut self, cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
+        let opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1).max(1);
+        self.stream.write_all(&encode_to_bytes(&cmd.with_opaque(opaque)))?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let frame = self.read_frame(deadline)?;
+            if frame.is_response() && frame.opaque == opaque {
+                return Ok(frame);
+            }
+        }
+    }
+
+    fn read_frame(&mut self, deadline: Instant) -> Result<RemotingCommand, ClientError> {
+        loop {
+            if let Some(cmd) = self.codec.decode(&mut self.buf).map_err(ClientError::Decode)? {
+                return Ok(cmd);
+            }
+            let left = deadline.checked_duration_since(Instant::now()).ok_or(ClientError::Timeout)?;
+            self.stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            let mut chunk = [0u8; 64 * 1024];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(ClientError::Closed),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    return Err(ClientError::Timeout);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// A topic's route (ask a name server).
+    pub fn route(&mut self, topic: &str) -> Result<TopicRouteData, ClientError> {
+        let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: None };
+        let r =
+            ok(self.call(RemotingCommand::request(RequestCode::GetRouteInfoByTopic).with_header(&header))?)?;
+        TopicRouteData::decode(&r.body).map_err(ClientError::Body)
+    }
+
+    /// Create or update `topic` with `queues` read and write queues (ask a broker).
+    pub fn create_topic(&mut self, topic: &str, queues: i32) -> Result<(), ClientError> {
+        let cmd = RemotingCommand::request(RequestCode::UpdateAndCreateTopic)
+            .with_header(&CreateTopicRequestHeader::new(topic, queues));
+        ok(self.call(cmd)?).map(drop)
+    }
+
+    /// A group's committed offset of `queue` (`None`: no offset stored).
+    pub fn query_offset(&mut self, group: &str, queue: &MessageQueue) -> Result<Option<i64>, ClientError> {
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            set_zero_if_not_found: Some(false),
+            bname: Some(queue.broker_name.to_string()),
+        };
+        let r = self.call(RemotingCommand::request(RequestCode::QueryConsumerOffset).with_header(&header))?;
+        if r.code == ResponseCode::QueryNotFound as i32 {
+            return Ok(None);
+        }
+        let h: OffsetResponseHeader = ok(r)?.header().map_err(ClientError::Header)?;
+        Ok(Some(h.offset))
+    }
+
+    /// A queue's max offset.
+    pub fn max_offset(&mut self, queue: &MessageQueue) -> Result<i64, ClientError> {
+        let header = GetMaxOffsetRequestHeader {
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            committed: Some(true),
+            bname: Some(queue.broker_name.to_string()),
+        };
+        let r = ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)?;
+        Ok(r.header::<OffsetResponseHeader>().map_err(ClientError::Header)?.offset)
+    }
+
+    /// A group's live consumers.
+    pub fn consumer_list(&mut self, group: &str) -> Result<Vec<String>, ClientError> {
+        let header = GetConsumerListByGroupRequestHeader { consumer_group: group.to_owned() };
+        let r =
+            self.call(RemotingCommand::request(RequestCode::GetConsumerListByGroup).with_header(&header))?;
+        if r.code == ResponseCode::SystemError as i32 {
+            return Ok(Vec::new());
+        }
+        let r = ok(r)?;
+        Ok(GetConsumerListByGroupResponseBody::decode(&r.body).map_err(ClientError::Body)?.consumer_id_list)
+    }
+
+    /// One pull (no long poll) from `offset`: the messages found, and the next offset.
+    pub fn pull(
+        &mut self,
+        group: &str,
+        queue: &MessageQueue,
+        offset: i64,
+    ) -> Result<(Vec<rocketmq_push_core::MessageExt>, i64), ClientError> {
+        use rocketmq_push_core::message::{DecodeOptions, decode_messages};
+        use rocketmq_push_core::protocol::ExpressionType;
+        use rocketmq_push_core::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
+        let header = PullMessageRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            queue_offset: offset,
+            max_msg_nums: 32,
+            sys_flag: rocketmq_push_core::protocol::PullSysFlag::SUBSCRIPTION,
+            commit_offset: 0,
+            suspend_timeout_millis: 0,
+            subscription: Some("*".into()),
+            sub_version: 0,
+            expression_type: Some(ExpressionType::Tag),
+            max_msg_bytes: None,
+            bname: Some(queue.broker_name.to_string()),
+        };
+        let r = self.call(RemotingCommand::request(RequestCode::PullMessage).with_header(&header))?;
+        let h: PullMessageResponseHeader = r.header().map_err(ClientError::Header)?;
+        if r.code != ResponseCode::Success as i32 {
+            return Ok((Vec::new(), h.next_begin_offset));
+        }
+        let msgs = decode_messages(&r.body, &DecodeOptions::default())
+            .map_err(|e| ClientError::Broker { code: r.code, remark: e.to_string() })?;
+        Ok((msgs, h.next_begin_offset))
+    }
+
+    /// SEND_MESSAGE_V2 to `queue`.
+    pub fn send(
+        &mut self,
+        msg: &Message,
+        queue: &MessageQueue,
+        compression: Option<SendCompression>,
+    ) -> Result<SendResult, ClientError> {
+        let born = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let r = self.call(send_message_request("rmq_push_producer", msg, queue, born, compression))?;
+        let mut result = send_result(&r, &queue.broker_name).map_err(|e| match e {
+            rocketmq_push_core::producer::SendError::Broker { code, remark } => {
+                ClientError::Broker { code, remark }
+            }
+            rocketmq_push_core::producer::SendError::Header(h) => ClientError::Header(h),
+            _ => ClientError::Closed,
+        })?;
+        result.queue = queue.clone();
+        Ok(result)
+    }
+}
+
+/// A blocking producer: routes from a name server, messages round-robin over the topic's
+/// writable queues, one connection per broker, a `UNIQ_KEY` on every message.
+#[derive(Debug)]
+pub struct Producer {
+    name_server: String,
+    timeout: Duration,
+    brokers: BTreeMap<String, Client>,
+    routes: BTreeMap<String, (TopicRouteData, Vec<MessageQueue>)>,
+    next: usize,
+    ids: UniqIdGenerator,
+    /// Compress bodies of at least 4 KiB with zlib, as Java's producer does (`None`: never).
+    pub compression: Option<SendCompression>,
+}
+
+impl Producer {
+    /// A producer using `name_server`.
+    pub fn new(name_server: &str, timeout: Duration) -> Self {
+        let ip = match crate::client_id(&[name_server.to_owned()])
+            .as_str()
+            .split('@')
+            .next()
+            .and_then(|s| s.parse().ok())
+        {
+            Some(std::net::IpAddr::V4(v4)) => v4,
+            _ => std::net::Ipv4Addr::LOCALHOST,
+        };
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        Self {
+            name_server: name_server.to_owned(),
+            timeout,
+            brokers: BTreeMap::new(),
+            routes: BTreeMap::new(),
+            next: 0,
+            ids: UniqIdGenerator::new(ip, std::process::id(), nanos),
+            compression: Some(SendCompression::default()),
+        }
+    }
+
+    /// The writable queues of `topic` (fetching its route once).
+    pub fn queues(&mut self, topic: &str) -> Result<Vec<MessageQueue>, ClientError> {
+        if !self.routes.contains_key(topic) {
+            let route = Client::connect(&self.name_server, self.timeout)?.route(topic)?;
+            let queues = route.publish_queues(topic);
+            self.routes.insert(topic.to_owned(), (route, queues));
+        }
+        Ok(self.routes[topic].1.clone())
+    }
+
+    /// Send to the next queue of the message's topic.
+    pub fn send(&mut self, msg: Message) -> Result<SendResult, ClientError> {
+        let queues = self.queues(&msg.topic)?;
+        if queues.is_empty() {
+            return Err(ClientError::Broker {
+                code: ResponseCode::TopicNotExist as i32,
+                remark: "no writable queue".into(),
+            });
+        }
+        let q = queues[self.next % queues.len()].clone();
+        self.next += 1;
+        self.send_to(msg, &q)
+    }
+
+    /// Send to a given queue.
+    pub fn send_to(&mut self, mut msg: Message, queue: &MessageQueue) -> Result<SendResult, ClientError> {
+        if msg.properties.get(keys::UNIQ_KEY).is_none() {
+            let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+            let id = self.ids.next_id(ms);
+            msg = msg.with_property(keys::UNIQ_KEY, &id);
+        }
+        let topic = queue.topic.to_string();
+        let addr = self
+            .routes
+            .get(&topic)
+            .and_then(|(r, _)| r.broker(&queue.broker_name))
+            .and_then(|b| b.master_or_any())
+            .ok_or_else(|| ClientError::Broker {
+                code: ResponseCode::TopicNotExist as i32,
+                remark: format!("no route to {}", queue.broker_name),
+            })?
+            .to_owned();
+        if !self.brokers.contains_key(&addr) {
+            let c = Client::connect(&addr, self.timeout)?;
+            self.brokers.insert(addr.clone(), c);
+        }
+        let client = self.brokers.get_mut(&addr).expect("inserted above");
+        match client.send(&msg, queue, self.compression) {
+            Err(e @ (ClientError::Io(_) | ClientError::Closed | ClientError::Timeout)) => {
+                // Drop the connection; the next send reconnects.
+                self.brokers.remove(&addr);
+                Err(e)
+            }
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! Running user code.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use rocketmq_push_core::{ConsumeResult, ConsumeStatus};
+
+/// Run `f`; a panic counts as RECONSUME_LATER (as a thrown exception does in Java) and its
+/// message is returned so the adapter can report it. The worker survives, so the pool keeps its
+/// size.
+pub fn guarded(f: impl FnOnce() -> ConsumeResult) -> (ConsumeResult, Option<String>) {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => (r, None),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "listener panicked".to_owned());
+            (ConsumeResult::from_status(ConsumeStatus::ReconsumeLater), Some(msg))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_reconsume_later() {
+        let (r, p) = guarded(|| panic!("boom {}", 1));
+        assert_eq!(r.status, ConsumeStatus::ReconsumeLater);
+        assert_eq!(p.as_deref(), Some("boom 1"));
+        let (r, p) = guarded(|| ConsumeResult::SUCCESS);
+        assert_eq!((r, p), (ConsumeResult::SUCCESS, None));
+    }
+}

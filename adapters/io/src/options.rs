@@ -1,0 +1,253 @@
+//! The builder part every adapter shares: configuration, client id, local offsets, event hook.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rocketmq_push_core::{
+    ClientId, ConfigError, ConsumeFromWhere, ConsumeMode, Consumer, ConsumerConfig, ConsumerConfigBuilder,
+    Driver, Event, MessageModel,
+};
+
+use crate::{OffsetFile, client_id, stable_client_id};
+
+/// Called with every event (after it is logged).
+pub type EventHook = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// Why a consumer could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// A setting is invalid; the message names the Java knob and the allowed range.
+    Config(ConfigError),
+    /// The local offset file (broadcasting) could not be read.
+    OffsetFile(std::io::Error),
+    /// No listener was given.
+    NoListener,
+    /// The runtime refused (e.g. no thread could be spawned).
+    Runtime(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Config(e) => write!(f, "{e}"),
+            Self::OffsetFile(e) => write!(f, "local offset file: {e}"),
+            Self::NoListener => f.write_str("no listener: call .listener(...) before .start()"),
+            Self::Runtime(e) => write!(f, "runtime: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl From<ConfigError> for StartError {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+
+/// Settings common to every adapter's builder.
+#[derive(Clone)]
+pub struct ConsumerOptions {
+    builder: ConsumerConfigBuilder,
+    name_server: Option<String>,
+    offset_file: Option<PathBuf>,
+    on_event: Option<EventHook>,
+    client_id: Option<ClientId>,
+}
+
+impl std::fmt::Debug for ConsumerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumerOptions")
+            .field("builder", &self.builder)
+            .field("name_server", &self.name_server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`ConsumerOptions::prepare`] hands an adapter.
+pub struct Prepared {
+    /// The core, ready to run.
+    pub driver: Driver,
+    /// Where broadcasting offsets go.
+    pub offset_file: Option<OffsetFile>,
+    /// The application's event hook.
+    pub on_event: Option<EventHook>,
+    /// Listener concurrency (`consumeThreadMin`).
+    pub consume_threads: usize,
+    /// Orderly listener expected.
+    pub orderly: bool,
+}
+
+impl ConsumerOptions {
+    /// Options for `group`.
+    pub fn new(group: impl Into<String>) -> Self {
+        Self {
+            builder: ConsumerConfig::builder(group),
+            name_server: None,
+            offset_file: None,
+            on_event: None,
+            client_id: None,
+        }
+    }
+
+    /// `namesrvAddr` (`;`-separated); default: the `NAMESRV_ADDR` environment variable.
+    pub fn name_server(mut self, addr: impl Into<String>) -> Self {
+        self.name_server = Some(addr.into());
+        self
+    }
+
+    /// Subscribe to `topic` with a TAG expression (`*`, `a || b`).
+    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.builder = self.builder.subscribe(topic, expression);
+        self
+    }
+
+    /// Subscribe to `topic` with an SQL92 expression.
+    pub fn subscribe_sql(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.builder = self.builder.subscribe_sql(topic, expression);
+        self
+    }
+
+    /// CLUSTERING (default) or BROADCASTING.
+    pub fn message_model(mut self, m: MessageModel) -> Self {
+        self.builder = self.builder.message_model(m);
+        self
+    }
+
+    /// Where queues with no offset start.
+    pub fn consume_from_where(mut self, w: ConsumeFromWhere) -> Self {
+        self.builder = self.builder.consume_from_where(w);
+        self
+    }
+
+    /// For CONSUME_FROM_TIMESTAMP: milliseconds since the epoch.
+    pub fn consume_timestamp_ms(mut self, ms: i64) -> Self {
+        self.builder = self.builder.consume_timestamp_ms(ms);
+        self
+    }
+
+    /// Any other knob of the core's [`ConsumerConfigBuilder`] (Java names, Java defaults).
+    pub fn configure(mut self, f: impl FnOnce(ConsumerConfigBuilder) -> ConsumerConfigBuilder) -> Self {
+        self.builder = f(self.builder);
+        self
+    }
+
+    /// Broadcasting: keep local offsets in this file (default
+    /// `~/.rocketmq_offsets/<client id>/<group>/offsets.json`, as Java).
+    pub fn offset_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.offset_file = Some(path.into());
+        self
+    }
+
+    /// Called with every event, after it is logged.
+    pub fn on_event(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(Arc::new(f));
+        self
+    }
+
+    /// Use this client id instead of `ip@pid#nanos`.
+    pub fn client_id(mut self, id: ClientId) -> Self {
+        self.client_id = Some(id);
+        self
+    }
+
+    /// Orderly consumption (the adapter's orderly listener).
+    pub fn orderly(mut self) -> Self {
+        self.builder = self.builder.consume_mode(ConsumeMode::Orderly);
+        self
+    }
+
+    /// Validate, pick the client id, read local offsets, and build the core.
+    pub fn prepare(self) -> Result<Prepared, StartError> {
+        let name_server = self.name_server.or_else(|| std::env::var("NAMESRV_ADDR").ok()).unwrap_or_default();
+        let first = self.builder.clone().name_server(name_server.clone()).build()?;
+        let broadcasting = first.message_model() == MessageModel::Broadcasting;
+        let id = self.client_id.unwrap_or_else(|| {
+            if broadcasting {
+                stable_client_id(&first.name_servers())
+            } else {
+                client_id(&first.name_servers())
+            }
+        });
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let cfg = self.builder.name_server(name_server).client_id(id.clone()).start_wall_ms(wall).build()?;
+        let offset_file = broadcasting.then(|| match self.offset_file {
+            Some(p) => OffsetFile::new(p),
+            None => OffsetFile::default_for(id.as_str(), &cfg.consumer_group()),
+        });
+        let restored = match &offset_file {
+            Some(f) => f.load().map_err(StartError::OffsetFile)?,
+            None => Vec::new(),
+        };
+        let consume_threads = cfg.consume_thread_min();
+        let orderly = cfg.consume_mode() == ConsumeMode::Orderly;
+        let mut driver = Driver::new(Consumer::new(cfg, Instant::now()));
+        driver.restore_local_offsets(restored);
+        Ok(Prepared { driver, offset_file, on_event: self.on_event, consume_threads, orderly })
+    }
+}
+
+/// Forward [`ConsumerOptions`]' setters from an adapter's builder (a field named `options`), so
+/// the three adapters' builders read the same without repeating the code.
+#[macro_export]
+macro_rules! forward_options {
+    () => {
+        /// `namesrvAddr` (`;`-separated); default: the `NAMESRV_ADDR` environment variable.
+        pub fn name_server(mut self, addr: impl Into<String>) -> Self {
+            self.options = self.options.name_server(addr);
+            self
+        }
+        /// Subscribe to `topic` with a TAG expression (`*`, `a || b`).
+        pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+            self.options = self.options.subscribe(topic, expression);
+            self
+        }
+        /// Subscribe to `topic` with an SQL92 expression.
+        pub fn subscribe_sql(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+            self.options = self.options.subscribe_sql(topic, expression);
+            self
+        }
+        /// CLUSTERING (default) or BROADCASTING.
+        pub fn message_model(mut self, m: $crate::__core::MessageModel) -> Self {
+            self.options = self.options.message_model(m);
+            self
+        }
+        /// Where queues with no offset start (`consumeFromWhere`).
+        pub fn consume_from_where(mut self, w: $crate::__core::ConsumeFromWhere) -> Self {
+            self.options = self.options.consume_from_where(w);
+            self
+        }
+        /// For CONSUME_FROM_TIMESTAMP: milliseconds since the epoch.
+        pub fn consume_timestamp_ms(mut self, ms: i64) -> Self {
+            self.options = self.options.consume_timestamp_ms(ms);
+            self
+        }
+        /// Any other knob (Java names and defaults), e.g. `.configure(|c| c.pull_batch_size(64))`.
+        pub fn configure(
+            mut self,
+            f: impl FnOnce($crate::__core::ConsumerConfigBuilder) -> $crate::__core::ConsumerConfigBuilder,
+        ) -> Self {
+            self.options = self.options.configure(f);
+            self
+        }
+        /// Broadcasting: keep local offsets in this file.
+        pub fn offset_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+            self.options = self.options.offset_file(path);
+            self
+        }
+        /// Called with every event, after it is logged.
+        pub fn on_event(mut self, f: impl Fn(&$crate::__core::Event) + Send + Sync + 'static) -> Self {
+            self.options = self.options.on_event(f);
+            self
+        }
+        /// Use this client id instead of `ip@pid#nanos`.
+        pub fn client_id(mut self, id: $crate::__core::ClientId) -> Self {
+            self.options = self.options.client_id(id);
+            self
+        }
+    };
+}
+
+#[doc(hidden)]
+pub use rocketmq_push_core as __core;

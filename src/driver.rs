@@ -1,0 +1,396 @@
+//! `Driver`: the [`Consumer`] plus everything socket-based adapters would otherwise each write —
+//! one connection per peer, opened lazily, frames queued while it connects, back-off after a
+//! failed connect, framing of received bytes, and connection events turned into consumer inputs.
+//!
+//! Still sans-IO: it says *what* to do with [`IoCommand`]s and is told *what happened*; an adapter
+//! owns sockets, tasks or threads, a timer and the listener pool. Each connection attempt has its
+//! own [`LinkId`], so reports about an old connection are recognised and ignored.
+//!
+//! ```text
+//! adapter                         Driver                               Consumer
+//!   connected / failed / closed ─▶ link table ─ Connected/Disconnected ─▶
+//!   received bytes ──────────────▶ framing ─── Frame ──────────────────▶
+//!   consume results, commands ───▶ ──────────────────────────────────────▶
+//!   ◀── Connect / Write / Close ── link table ◀── Transmit / Disconnect ──
+//!   ◀── Run(batch) / Event / PersistLocalOffsets / Terminated ◀─────────
+//! ```
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+
+use crate::codec::RemotingCodec;
+use crate::consumer::Consumer;
+use crate::error::UsageError;
+use crate::event::{
+    Action, Batch, BatchId, Command, ConsumeResult, DisconnectReason, Event, Input, PeerAddr,
+};
+use crate::message::MessageQueue;
+
+/// One connection attempt to a peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkId(pub u64);
+
+/// What the adapter should do.
+#[derive(Debug)]
+#[must_use]
+#[non_exhaustive]
+pub enum IoCommand {
+    /// Open a TCP connection to `peer`; report with [`Driver::connected`] or
+    /// [`Driver::connect_failed`].
+    Connect {
+        /// The new link.
+        link: LinkId,
+        /// Where to.
+        peer: PeerAddr,
+    },
+    /// Write these bytes (whole frames) to the link.
+    Write {
+        /// The link.
+        link: LinkId,
+        /// One or more encoded frames.
+        bytes: Bytes,
+    },
+    /// Close the link (stop reading and writing; no report needed).
+    Close {
+        /// The link.
+        link: LinkId,
+    },
+    /// Run user code on a batch, then [`Driver::consume_result`].
+    Run(Batch),
+    /// Broadcasting: store these offsets (atomically).
+    PersistLocalOffsets(Vec<(MessageQueue, i64)>),
+    /// Something to log or show the application.
+    Event(Event),
+    /// Shutdown finished; nothing more will come.
+    Terminated,
+}
+
+#[derive(Debug)]
+enum LinkState {
+    Connecting { queued: Vec<Bytes> },
+    Up,
+}
+
+#[derive(Debug)]
+struct Link {
+    id: LinkId,
+    state: LinkState,
+    read: BytesMut,
+}
+
+#[derive(Debug, Default)]
+struct Backoff {
+    failures: u32,
+    until: Option<Instant>,
+}
+
+/// Reconnect back-off after a failed connect: 200 ms, doubling, at most 5 s.
+const BACKOFF_MIN: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// The consumer with connection handling and framing; see the [module docs](self).
+pub struct Driver {
+    consumer: Consumer,
+    codec: RemotingCodec,
+    links: BTreeMap<PeerAddr, Link>,
+    peer_of: BTreeMap<LinkId, PeerAddr>,
+    backoff: BTreeMap<PeerAddr, Backoff>,
+    next_link: u64,
+    out: VecDeque<IoCommand>,
+    terminated_sent: bool,
+    scratch: BytesMut,
+}
+
+impl Driver {
+    /// Wrap a consumer.
+    pub fn new(consumer: Consumer) -> Self {
+        Self::with_codec(consumer, RemotingCodec::new())
+    }
+
+    /// Wrap a consumer, with a frame-size limit.
+    pub fn with_codec(consumer: Consumer, codec: RemotingCodec) -> Self {
+        Self {
+            consumer,
+            codec,
+            links: BTreeMap::new(),
+            peer_of: BTreeMap::new(),
+            backoff: BTreeMap::new(),
+            next_link: 1,
+            out: VecDeque::new(),
+            terminated_sent: false,
+            scratch: BytesMut::with_capacity(4096),
+        }
+    }
+
+    /// The consumer (stats, snapshots, assignment).
+    pub fn consumer(&self) -> &Consumer {
+        &self.consumer
+    }
+
+    /// The next thing to do; `None` when idle (then wait for input or [`Driver::poll_timeout`]).
+    pub fn poll(&mut self, now: Instant) -> Option<IoCommand> {
+        loop {
+            if let Some(cmd) = self.out.pop_front() {
+                return Some(cmd);
+            }
+            match self.consumer.poll_action() {
+                Some(action) => self.on_action(action, now),
+                None => {
+                    if self.consumer.is_terminated() && !self.terminated_sent {
+                        self.terminated_sent = true;
+                        // Close whatever is still open: nothing will be sent or read any more.
+                        let links: Vec<LinkId> = self.links.values().map(|l| l.id).collect();
+                        self.links.clear();
+                        self.peer_of.clear();
+                        self.out.extend(links.into_iter().map(|link| IoCommand::Close { link }));
+                        self.out.push_back(IoCommand::Terminated);
+                        continue;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// When to call [`Driver::handle_timeout`] next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.consumer.poll_timeout()
+    }
+
+    /// Timers due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.consumer.handle_timeout(now);
+    }
+
+    /// A connect succeeded.
+    pub fn connected(&mut self, link: LinkId, now: Instant) {
+        let Some(peer) = self.peer_of.get(&link).cloned() else {
+            // Stale or already closed: tell the adapter to drop it.
+            self.out.push_back(IoCommand::Close { link });
+            return;
+        };
+        self.backoff.remove(&peer);
+        if let Some(l) = self.links.get_mut(&peer) {
+            if let LinkState::Connecting { queued } = std::mem::replace(&mut l.state, LinkState::Up) {
+                if !queued.is_empty() {
+                    let bytes = concat(queued);
+                    self.out.push_back(IoCommand::Write { link, bytes });
+                }
+            }
+        }
+        let _ = self.consumer.handle(Input::Connected { peer }, now);
+    }
+
+    /// A connect failed: back off before the next attempt to this peer.
+    pub fn connect_failed(&mut self, link: LinkId, error: impl Into<String>, now: Instant) {
+        let Some(peer) = self.drop_link(link) else { return };
+        let b = self.backoff.entry(peer.clone()).or_default();
+        let delay = BACKOFF_MIN.saturating_mul(1u32 << b.failures.min(8)).min(BACKOFF_MAX);
+        b.failures = b.failures.saturating_add(1);
+        b.until = Some(now + delay);
+        let reason = DisconnectReason::ConnectFailed(error.into());
+        let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+    }
+
+    /// Bytes read from a link. Complete frames go to the consumer; a corrupt stream closes the
+    /// link.
+    pub fn received(&mut self, link: LinkId, bytes: &[u8], now: Instant) {
+        let Some(peer) = self.peer_of.get(&link).cloned() else { return };
+        let Some(l) = self.links.get_mut(&peer) else { return };
+        l.read.extend_from_slice(bytes);
+        loop {
+            let Some(l) = self.links.get_mut(&peer) else { return };
+            match self.codec.decode(&mut l.read) {
+                Ok(Some(command)) => {
+                    let _ = self.consumer.handle(Input::Frame { peer: peer.clone(), command }, now);
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    self.drop_link(link);
+                    self.out.push_back(IoCommand::Close { link });
+                    let reason = DisconnectReason::Decode(e);
+                    let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The link closed (EOF, reset, write error).
+    pub fn closed(&mut self, link: LinkId, now: Instant) {
+        let Some(peer) = self.drop_link(link) else { return };
+        let _ = self.consumer.handle(Input::Disconnected { peer, reason: DisconnectReason::Closed }, now);
+    }
+
+    /// User code finished a batch.
+    pub fn consume_result(
+        &mut self,
+        batch: BatchId,
+        result: ConsumeResult,
+        now: Instant,
+    ) -> Result<(), UsageError> {
+        self.consumer.handle(Input::ConsumeResult { batch, result }, now)
+    }
+
+    /// An application command.
+    pub fn command(&mut self, cmd: Command, now: Instant) -> Result<(), UsageError> {
+        self.consumer.handle(Input::Command(cmd), now)
+    }
+
+    /// Broadcasting: offsets read back from the local store (before anything else).
+    pub fn restore_local_offsets(&mut self, offsets: impl IntoIterator<Item = (MessageQueue, i64)>) {
+        self.consumer.restore_local_offsets(offsets);
+    }
+
+    fn drop_link(&mut self, link: LinkId) -> Option<PeerAddr> {
+        let peer = self.peer_of.remove(&link)?;
+        if self.links.get(&peer).is_some_and(|l| l.id == link) {
+            self.links.remove(&peer);
+        }
+        Some(peer)
+    }
+
+    fn on_action(&mut self, action: Action, now: Instant) {
+        match action {
+            Action::Transmit(t) => {
+                self.scratch.clear();
+                t.encode(&mut self.scratch);
+                let bytes = self.scratch.split().freeze();
+                self.send(t.peer.clone(), bytes, now);
+            }
+            Action::Dispatch(batch) => self.out.push_back(IoCommand::Run(batch)),
+            Action::Disconnect { peer } => {
+                if let Some(l) = self.links.remove(&peer) {
+                    self.peer_of.remove(&l.id);
+                    self.out.push_back(IoCommand::Close { link: l.id });
+                    let reason = DisconnectReason::Requested;
+                    let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+                }
+            }
+            Action::PersistLocalOffsets(v) => self.out.push_back(IoCommand::PersistLocalOffsets(v)),
+            Action::Event(e) => self.out.push_back(IoCommand::Event(e)),
+        }
+    }
+
+    fn send(&mut self, peer: PeerAddr, bytes: Bytes, now: Instant) {
+        if let Some(l) = self.links.get_mut(&peer) {
+            match &mut l.state {
+                LinkState::Up => self.out.push_back(IoCommand::Write { link: l.id, bytes }),
+                LinkState::Connecting { queued } => queued.push(bytes),
+            }
+            return;
+        }
+        if let Some(until) = self.backoff.get(&peer).and_then(|b| b.until) {
+            if now < until {
+                // Refused at once while backing off: the consumer's own retry timers pace it.
+                let reason = DisconnectReason::ConnectFailed("backing off after a failed connect".into());
+                let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+                return;
+            }
+        }
+        let id = LinkId(self.next_link);
+        self.next_link += 1;
+        self.links.insert(
+            peer.clone(),
+            Link { id, state: LinkState::Connecting { queued: vec![bytes] }, read: BytesMut::new() },
+        );
+        self.peer_of.insert(id, peer.clone());
+        self.out.push_back(IoCommand::Connect { link: id, peer });
+    }
+}
+
+fn concat(parts: Vec<Bytes>) -> Bytes {
+    if parts.len() == 1 {
+        return parts.into_iter().next().unwrap_or_default();
+    }
+    let mut b = BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+    for p in parts {
+        b.extend_from_slice(&p);
+    }
+    b.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ConsumerConfig;
+
+    fn driver(now: Instant) -> Driver {
+        let cfg =
+            ConsumerConfig::builder("g").name_server("127.0.0.1:9876").subscribe("T", "*").build().unwrap();
+        Driver::new(Consumer::new(cfg, now))
+    }
+
+    fn drain(d: &mut Driver, now: Instant) -> Vec<IoCommand> {
+        std::iter::from_fn(|| d.poll(now)).collect()
+    }
+
+    #[test]
+    fn lazy_connect_queues_then_flushes() {
+        #[allow(clippy::disallowed_methods)] // one real instant to start virtual time
+        let t0 = Instant::now();
+        let mut d = driver(t0);
+        d.handle_timeout(t0);
+        let cmds = drain(&mut d, t0);
+        // Two route queries (T and %RETRY%g) to the name server: one connect, both queued.
+        let connects: Vec<_> = cmds.iter().filter(|c| matches!(c, IoCommand::Connect { .. })).collect();
+        assert_eq!(connects.len(), 1);
+        assert!(!cmds.iter().any(|c| matches!(c, IoCommand::Write { .. })));
+        let IoCommand::Connect { link, .. } = connects[0] else { unreachable!() };
+        let link = *link;
+        d.connected(link, t0);
+        let cmds = drain(&mut d, t0);
+        let writes: Vec<_> = cmds
+            .iter()
+            .filter_map(|c| if let IoCommand::Write { bytes, .. } = c { Some(bytes) } else { None })
+            .collect();
+        assert_eq!(writes.len(), 1, "queued frames written together");
+        let mut buf = BytesMut::from(&writes[0][..]);
+        let codec = RemotingCodec::new();
+        assert_eq!(codec.decode(&mut buf).unwrap().unwrap().code, 105);
+        assert_eq!(codec.decode(&mut buf).unwrap().unwrap().code, 105);
+    }
+
+    #[test]
+    fn failed_connect_backs_off_and_garbage_closes_the_link() {
+        #[allow(clippy::disallowed_methods)] // one real instant to start virtual time
+        let t0 = Instant::now();
+        let mut d = driver(t0);
+        d.handle_timeout(t0);
+        let cmds = drain(&mut d, t0);
+        let IoCommand::Connect { link, .. } =
+            cmds.iter().find(|c| matches!(c, IoCommand::Connect { .. })).unwrap()
+        else {
+            unreachable!()
+        };
+        d.connect_failed(*link, "refused", t0);
+        assert!(
+            drain(&mut d, t0).iter().all(|c| !matches!(c, IoCommand::Connect { .. })),
+            "no reconnect loop"
+        );
+        // The route retry fires after its back-off; the link back-off (200 ms) refuses sooner sends.
+        let later = t0 + Duration::from_secs(2);
+        d.handle_timeout(later);
+        let cmds = drain(&mut d, later);
+        let IoCommand::Connect { link, .. } = cmds
+            .iter()
+            .find(|c| matches!(c, IoCommand::Connect { .. }))
+            .expect("reconnects after the back-off")
+        else {
+            unreachable!()
+        };
+        let link = *link;
+        d.connected(link, later);
+        let _ = drain(&mut d, later);
+        d.received(link, &[0, 0, 0, 4, 9, 0, 0, 0], later);
+        let cmds = drain(&mut d, later);
+        assert!(
+            cmds.iter().any(|c| matches!(c, IoCommand::Close { link: l } if *l == link)),
+            "corrupt stream closes the link"
+        );
+        d.received(link, b"ignored: stale link", later);
+        d.closed(link, later);
+    }
+}
