@@ -1,7 +1,7 @@
 //! Consume a topic from the broker at `NAMESRV_ADDR` (default 127.0.0.1:9876) until Ctrl-C…
 //! or, to keep the example short, for 30 seconds.
 //!
-//! `cargo run -p rocketmq-push-blocking --example consume -- TopicA`
+//! `cargo run -p rocketmq-push-blocking --example consume_blocking -- TopicA`
 
 use std::time::Duration;
 
