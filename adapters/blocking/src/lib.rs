@@ -41,7 +41,7 @@ use driver::Msg;
 
 /// A listener: the messages of one batch and a context it may set (`ackIndex`, delay level,
 /// orderly suspend time); returns the status.
-pub type Listener = Arc<dyn Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync>;
+pub type Listener = rocketmq_push_io::SyncListener;
 
 /// Builder for [`PushConsumer`].
 pub struct Builder {

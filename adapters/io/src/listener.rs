@@ -2,7 +2,13 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use rocketmq_push_core::{ConsumeResult, ConsumeStatus};
+use std::sync::Arc;
+
+use rocketmq_push_core::{ConsumeContext, ConsumeResult, ConsumeStatus, MessageExt};
+
+/// A synchronous listener: the messages of one batch and a context it may set (`ackIndex`,
+/// delay level, orderly suspend time); returns the status.
+pub type SyncListener = Arc<dyn Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync>;
 
 /// Run `f`; a panic counts as RECONSUME_LATER (as a thrown exception does in Java) and its
 /// message is returned so the adapter can report it. The worker survives, so the pool keeps its

@@ -39,7 +39,7 @@ pub use rocketmq_push_core::{
     MessageQueue, Messages,
 };
 pub use rocketmq_push_io::StartError;
-use rocketmq_push_io::{ConsumerOptions, forward_options};
+use rocketmq_push_io::{ConsumerOptions, SyncListener, forward_options};
 use tokio::sync::{mpsc, oneshot};
 
 use driver::Msg;
@@ -53,7 +53,7 @@ pub(crate) enum Listener {
     /// An async listener, run as a task.
     Async(Arc<dyn Fn(Messages, ConsumeContext) -> BoxFuture + Send + Sync>),
     /// A blocking listener, run on `spawn_blocking`.
-    Blocking(Arc<dyn Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync>),
+    Blocking(SyncListener),
     /// Batches go to a stream the application reads.
     Stream(mpsc::UnboundedSender<Delivery>),
 }
