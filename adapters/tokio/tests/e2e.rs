@@ -24,7 +24,7 @@ struct Handle {
 
 impl Running for Handle {
     fn shutdown(self: Box<Self>) {
-        let Handle { consumer, rt } = *self;
+        let Self { consumer, rt } = *self;
         rt.block_on(consumer.shutdown());
     }
 }
