@@ -2,7 +2,7 @@
 //! loopback TCP, and against the real broker when one is running.
 
 use rocketmq_push_blocking::{ConsumeStatus, PushConsumer};
-use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all};
+use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all, run_bad_input};
 
 struct Blocking;
 
@@ -62,4 +62,31 @@ fn e2e_against_the_real_broker() {
     if let Some(env) = Env::real() {
         run_all(&Blocking, &env);
     }
+}
+
+#[test]
+fn bad_input_is_reported_and_shutdown_is_bounded() {
+    run_bad_input(&Blocking, &Env::sim());
+}
+
+#[test]
+fn invalid_settings_are_refused_with_the_knob_named() {
+    let err = PushConsumer::builder("g")
+        .name_server("127.0.0.1:9876")
+        .subscribe("T", "*")
+        .configure(|c| c.pull_batch_size(5000))
+        .listener(|_, _| ConsumeStatus::Success)
+        .start()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "invalid pullBatchSize = 5000: allowed 1..=1024");
+    let err = PushConsumer::builder("g")
+        .name_server("nowhere")
+        .subscribe("T", "*")
+        .listener(|_, _| ConsumeStatus::Success)
+        .start()
+        .unwrap_err();
+    assert!(err.to_string().contains("namesrvAddr"), "{err}");
+    let err =
+        PushConsumer::builder("g").name_server("127.0.0.1:9876").subscribe("T", "*").start().unwrap_err();
+    assert!(err.to_string().contains("no listener"), "{err}");
 }

@@ -255,6 +255,34 @@ pub fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
 
 type Scenario = fn(&dyn Adapter, &Env);
 
+/// Bad input: an unreachable name server and an unknown topic are reported as events (with
+/// retries), never a hang or a panic, and shutdown returns within its deadline.
+pub fn run_bad_input(a: &dyn Adapter, env: &Env) {
+    // Nothing listens on port 1 of loopback.
+    let spec = Spec::new(&unique("g_unreachable"), "AnyTopic");
+    let c = a.start("127.0.0.1:1", &spec);
+    wait(Duration::from_secs(10), "the unreachable name server is reported", || {
+        spec.recorder
+            .events()
+            .iter()
+            .any(|e| matches!(e, Event::ConnectionLost { reason, .. } if reason.contains("connect")))
+    });
+    let started = Instant::now();
+    c.shutdown();
+    assert!(started.elapsed() < Duration::from_secs(10), "shutdown took {:?}", started.elapsed());
+    eprintln!("[{}] ok: unreachable name server reported, shutdown bounded", a.name());
+
+    let spec = Spec::new(&unique("g_missing"), &unique("no_such_topic"));
+    let c = a.start(&env.name_server(), &spec);
+    wait(Duration::from_secs(10), "the unknown topic is reported", || {
+        spec.recorder.events().iter().any(|e| matches!(e, Event::TopicNotFound { .. }))
+    });
+    let started = Instant::now();
+    c.shutdown();
+    assert!(started.elapsed() < Duration::from_secs(15), "shutdown took {:?}", started.elapsed());
+    eprintln!("[{}] ok: unknown topic reported, shutdown bounded", a.name());
+}
+
 /// Every scenario, in order. Each uses its own topic and group.
 pub fn run_all(a: &dyn Adapter, env: &Env) {
     let scenarios: &[(&str, Scenario)] = &[

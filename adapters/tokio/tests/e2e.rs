@@ -2,7 +2,7 @@
 //! the simulator over loopback TCP and the real broker; the blocking listener and the delivery
 //! stream against the simulator.
 
-use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all};
+use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all, run_bad_input};
 use rocketmq_push_tokio::{ConsumeStatus, PushConsumer};
 
 #[derive(Clone, Copy)]
@@ -129,4 +129,9 @@ fn e2e_async_listener_against_the_real_broker() {
     if let Some(env) = Env::real() {
         run_all(&Tokio { rt: runtime(), mode: Mode::Async }, &env);
     }
+}
+
+#[test]
+fn bad_input_is_reported_and_shutdown_is_bounded() {
+    run_bad_input(&Tokio { rt: runtime(), mode: Mode::Async }, &Env::sim());
 }
