@@ -53,6 +53,13 @@ impl Entry {
         self.chunk = Arc::new(vec![msg]);
         self.index = 0;
     }
+
+    /// Point at `chunk[index]` instead: changed copies of several messages share one chunk, so
+    /// they can be handed out again as one batch.
+    pub fn rechunk(&mut self, chunk: Chunk, index: u32) {
+        self.chunk = chunk;
+        self.index = index;
+    }
 }
 
 /// Per-queue cache. Counts and sizes cover live (not removed) entries only.
@@ -123,6 +130,12 @@ impl ProcessQueue {
             self.entries.pop_front();
         }
         true
+    }
+
+    /// The first `max` offsets waiting to be handed out, lowest first (orderly consumption
+    /// takes them from the front; entries being sent back are skipped).
+    pub fn ready(&self, max: usize) -> smallvec::SmallVec<[i64; 8]> {
+        self.entries.iter().filter(|e| e.state == EntryState::Ready).take(max).map(|e| e.offset).collect()
     }
 
     /// Lowest live offset.

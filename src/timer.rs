@@ -29,6 +29,12 @@ pub(crate) enum Timer {
     Pull(QueueKey),
     /// Retry the start-offset lookup of a queue.
     ComputeOffset(QueueKey),
+    /// Orderly: renew every lock (`lockInterval`).
+    LockRenew,
+    /// Orderly: try to lock one queue again.
+    Lock(QueueKey),
+    /// Orderly: a suspended queue may consume again.
+    OrderlyResume(QueueKey),
     /// A request's response is overdue.
     Request(i32),
     /// The oldest in-flight batch reaches `consumeTimeout`.

@@ -1,4 +1,5 @@
-//! Randomized runs: a topology, listener behaviour and fault schedule from each seed; the
+//! Randomized runs: a topology, consume mode (a third orderly), listener behaviour and fault
+//! schedule from each seed; the
 //! simulator checks the invariants after every step, and every run must end with every
 //! produced message consumed or dead-lettered once the faults heal.
 //!
@@ -11,10 +12,11 @@
 use std::time::{Duration, Instant};
 
 use rocketmq_push_core::sim::{Fault, Faults, Sim, SimBrokerConfig, SimRng, Verdict};
-use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeResult};
+use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeMode, ConsumeResult};
 
 #[derive(Debug)]
 struct Plan {
+    orderly: bool,
     brokers: usize,
     queues: i32,
     consumers: usize,
@@ -30,6 +32,8 @@ struct Plan {
 const FAULT_WINDOW: Duration = Duration::from_secs(30);
 
 fn plan(seed: u64) -> Plan {
+    // A stream of its own, so that adding orderly runs left the concurrent plans as they were.
+    let orderly = SimRng::new(seed ^ 0x0dde_4c7e).below(3) == 0;
     let mut r = SimRng::new(seed);
     let brokers = 1 + r.below(2) as usize;
     let consumers = 1 + r.below(3) as usize;
@@ -50,18 +54,21 @@ fn plan(seed: u64) -> Plan {
             2 => Fault::CrashConsumer(r.below(consumers as u64) as usize),
             3 => Fault::ShutdownConsumer(r.below(consumers as u64) as usize),
             4 => Fault::RestartConsumer(r.below(consumers as u64) as usize),
+            // Orderly: lost locks too (renewals fail, client locks expire).
+            5 if orderly => Fault::SetFaults(Faults { lose_requests: &[36, 41], ..Faults::default() }),
             5 => Fault::SetFaults(Faults { lose_requests: &[36], ..Faults::default() }),
             _ => Fault::SetFaults(Faults {
                 drop: r.below(20) as f64 / 100.0,
                 duplicate: r.below(20) as f64 / 100.0,
                 delay: r.below(30) as f64 / 100.0,
                 delay_by: Duration::from_millis(r.below(3000)),
-                lose_requests: &[],
+                ..Faults::default()
             }),
         };
         faults.push((at, f));
     }
     Plan {
+        orderly,
         brokers,
         queues: 1 + r.below(8) as i32,
         consumers,
@@ -106,7 +113,8 @@ fn run(seed: u64) -> Result<u64, String> {
         .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
         .consume_message_batch_max_size(p.batch)
         .allocate_strategy(p.strategy.clone())
-        .max_reconsume_times(3);
+        .max_reconsume_times(3)
+        .consume_mode(if p.orderly { ConsumeMode::Orderly } else { ConsumeMode::Concurrently });
     for _ in 0..p.consumers {
         sim.add_consumer(cfg.clone());
     }

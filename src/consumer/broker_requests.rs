@@ -155,8 +155,8 @@ impl Consumer {
             .queues
             .all_keys()
             .into_iter()
-            .filter_map(|k| self.queues.get(k))
-            .map(|q| {
+            .filter_map(|k| Some((k, self.queues.get(k)?)))
+            .map(|(k, q)| {
                 let first = q.pq.first_live().unwrap_or(0);
                 (
                     q.mq.clone(),
@@ -168,6 +168,8 @@ impl Consumer {
                         cached_msg_size_in_mib: (q.pq.bytes() >> 20) as i32,
                         last_pull_timestamp: q.last_pull_ms,
                         last_consume_timestamp: q.last_consume_ms,
+                        locked: self.holds_lock(k),
+                        last_lock_timestamp: self.lock_wall_ms(k),
                         ..Default::default()
                     },
                 )

@@ -30,6 +30,9 @@ pub(super) struct InFlight {
     pub(super) offsets: SmallVec<[i64; 4]>,
     /// Past `consumeTimeout`: its messages were sent back; the late result is ignored.
     pub(super) timed_out: bool,
+    /// Orderly: the queue restarted under a new key while this ran; the result is ignored but
+    /// still frees the queue for its next batch.
+    pub(super) discard: bool,
 }
 
 /// A message on its way back to the broker.
@@ -65,52 +68,59 @@ impl Consumer {
         id
     }
 
-    /// Hand `offsets` of `key` to user code in batches of `consumeMessageBatchMaxSize`. A batch
-    /// is a run of consecutive entries of one pull's chunk: it shares the chunk, no copies.
+    /// Hand `offsets` of `key` to user code in batches of `consumeMessageBatchMaxSize`.
     pub(super) fn dispatch(&mut self, key: QueueKey, offsets: &[i64]) {
-        let size = self.cfg.consume_message_batch_max_size;
-        let deadline = self.now + self.cfg.consume_timeout;
-        let wall = self.wall_ms();
-        let kind = if self.cfg.consume_mode == ConsumeMode::Orderly {
-            BatchKind::Orderly
-        } else {
-            BatchKind::Concurrent
-        };
         let mut i = 0;
         while i < offsets.len() {
-            let Some(q) = self.queues.get_mut(key) else { return };
-            q.last_consume_ms = wall;
-            let Some(first) = q.pq.get_mut(offsets[i]) else {
-                i += 1;
-                continue;
-            };
-            first.state = EntryState::InFlight;
-            let (chunk, start) = (first.chunk.clone(), first.index as usize);
-            let mut run: SmallVec<[i64; 4]> = SmallVec::new();
-            run.push(offsets[i]);
-            i += 1;
-            while run.len() < size && i < offsets.len() {
-                match q.pq.get_mut(offsets[i]) {
-                    Some(e) if Arc::ptr_eq(&e.chunk, &chunk) && e.index as usize == start + run.len() => {
-                        e.state = EntryState::InFlight;
-                        run.push(offsets[i]);
-                        i += 1;
-                    }
-                    _ => break,
-                }
+            let (_, used) = self.dispatch_run(key, &offsets[i..]);
+            if used == 0 {
+                return;
             }
-            let messages = Messages::new(chunk, start, start + run.len());
-            let queue = q.user_mq.clone();
-            let id = self.next_batch_id();
-            self.batches.insert(id, InFlight { key, offsets: run, timed_out: false });
-            // Every batch gets the same timeout, so deadlines arrive in dispatch order: a FIFO
-            // and one timer replace a timer per batch.
+            i += used;
+        }
+    }
+
+    /// Hand out one batch from the front of `offsets`: a run of consecutive entries of one
+    /// pull's chunk (it shares the chunk, no copies), at most `consumeMessageBatchMaxSize`.
+    /// Returns the batch (None if the first offset is not held) and how many offsets it used.
+    pub(super) fn dispatch_run(&mut self, key: QueueKey, offsets: &[i64]) -> (Option<BatchId>, usize) {
+        let size = self.cfg.consume_message_batch_max_size;
+        let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
+        let wall = self.wall_ms();
+        let Some(q) = self.queues.get_mut(key) else { return (None, 0) };
+        q.last_consume_ms = wall;
+        let Some(first) = offsets.first().and_then(|o| q.pq.get_mut(*o)) else { return (None, 1) };
+        first.state = EntryState::InFlight;
+        let (chunk, start) = (first.chunk.clone(), first.index as usize);
+        let mut run: SmallVec<[i64; 4]> = SmallVec::new();
+        run.push(offsets[0]);
+        while run.len() < size && run.len() < offsets.len() {
+            match q.pq.get_mut(offsets[run.len()]) {
+                Some(e) if Arc::ptr_eq(&e.chunk, &chunk) && e.index as usize == start + run.len() => {
+                    e.state = EntryState::InFlight;
+                    run.push(offsets[run.len()]);
+                }
+                _ => break,
+            }
+        }
+        let used = run.len();
+        let messages = Messages::new(chunk, start, start + used);
+        let queue = q.user_mq.clone();
+        let id = self.next_batch_id();
+        self.batches.insert(id, InFlight { key, offsets: run, timed_out: false, discard: false });
+        // Orderly consumption has no consume timeout (as in Java). Otherwise every batch gets
+        // the same timeout, so deadlines arrive in dispatch order: a FIFO and one timer replace
+        // a timer per batch.
+        if !orderly {
+            let deadline = self.now + self.cfg.consume_timeout;
             self.timeouts.push_back((deadline, id));
             if self.timeouts.len() == 1 {
                 self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
             }
-            self.actions.push_back(Action::Dispatch(Batch { id, queue, messages, kind }));
         }
+        let kind = if orderly { BatchKind::Orderly } else { BatchKind::Concurrent };
+        self.actions.push_back(Action::Dispatch(Batch { id, queue, messages, kind }));
+        (Some(id), used)
     }
 
     pub(super) fn on_consume_result(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
@@ -119,6 +129,10 @@ impl Consumer {
             return Ok(());
         }
         let Some(b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
+        if self.cfg.consume_mode == ConsumeMode::Orderly {
+            self.on_orderly_result(id, b, result);
+            return Ok(());
+        }
         if b.timed_out || self.queues.get(b.key).is_none() {
             // Timed out (already sent back) or the queue was released or moved: discard.
             return Ok(());
@@ -270,8 +284,19 @@ impl Consumer {
     }
 
     /// Both ways back failed: consume it again here after a delay, counting the attempt.
+    /// Orderly (where only dead-lettering sends back): try the send-back again after the delay
+    /// instead, since consuming it again here would break the order.
     fn local_retry(&mut self, id: u64) {
         let Some(sb) = self.send_backs.remove(&id) else { return };
+        if self.cfg.consume_mode == ConsumeMode::Orderly {
+            if self.state == RunState::Running && self.queues.get(sb.key).is_some() {
+                let job = self.next_job;
+                self.next_job += 1;
+                self.local_retries.insert(job, LocalRetry { key: sb.key, offsets: vec![sb.offset] });
+                self.timers.set(Timer::LocalRetry(job), self.now + self.cfg.send_back_local_retry_delay);
+            }
+            return;
+        }
         let Some(q) = self.queues.get_mut(sb.key) else { return };
         let Some(e) = q.pq.get_mut(sb.offset) else { return };
         let mut again = e.msg().clone();
@@ -293,6 +318,12 @@ impl Consumer {
     pub(super) fn run_local_retry(&mut self, job: u64) {
         let Some(r) = self.local_retries.remove(&job) else { return };
         let Some(q) = self.queues.get(r.key) else { return };
+        if self.cfg.consume_mode == ConsumeMode::Orderly {
+            for o in r.offsets {
+                self.send_back(r.key, o, -1);
+            }
+            return;
+        }
         let ready: Vec<i64> = r
             .offsets
             .into_iter()

@@ -7,6 +7,7 @@
 
 use super::Consumer;
 use super::offsets::Persist;
+use super::queues::Phase;
 use super::requests::{Failure, PendingKind};
 use crate::error::UsageError;
 use crate::event::{Command, Event, PeerAddr, Request};
@@ -47,6 +48,9 @@ impl Consumer {
         self.timers.set(Timer::Heartbeat, self.now + self.cfg.heartbeat_broker_interval);
         self.timers.set(Timer::Rebalance, self.now + self.cfg.rebalance_interval);
         self.timers.set(Timer::PersistOffsets, self.now + self.cfg.persist_consumer_offset_interval);
+        if self.uses_locks() {
+            self.timers.set(Timer::LockRenew, self.now + self.cfg.lock_interval);
+        }
     }
 
     pub(super) fn on_command(&mut self, cmd: Command) -> Result<(), UsageError> {
@@ -100,8 +104,8 @@ impl Consumer {
                     .keys_of_topic(&wire)
                     .into_iter()
                     .filter_map(|k| {
-                        let q = self.queues.get(k)?.user_mq.clone();
-                        self.release_queue(k);
+                        let q = self.queues.get(k).filter(|q| q.phase != Phase::Releasing)?.user_mq.clone();
+                        self.revoke_queue(k);
                         Some(q)
                     })
                     .collect();
@@ -135,7 +139,11 @@ impl Consumer {
         self.timers.retain(|t| {
             matches!(
                 t,
-                Timer::Request(_) | Timer::Heartbeat | Timer::PersistOffsets | Timer::ConsumeTimeoutScan
+                Timer::Request(_)
+                    | Timer::Heartbeat
+                    | Timer::PersistOffsets
+                    | Timer::ConsumeTimeoutScan
+                    | Timer::LockRenew
             )
         });
         self.local_retries.clear();
@@ -181,9 +189,13 @@ impl Consumer {
 
     fn begin_unregister(&mut self) {
         self.state = RunState::Unregistering;
+        self.shutdown_outstanding = 0;
+        // The final offsets landed: give the locks back first, so the next owner need not wait
+        // for them to expire.
+        self.unlock_all();
         let registered: Vec<PeerAddr> =
             self.peers.iter().filter(|(_, p)| p.registered).map(|(a, _)| a.clone()).collect();
-        self.shutdown_outstanding = registered.len();
+        self.shutdown_outstanding += registered.len();
         for peer in registered {
             let header = UnregisterClientRequestHeader {
                 client_id: self.cfg.client_id.as_str().to_owned(),

@@ -17,6 +17,7 @@ mod broker_requests;
 mod consume;
 mod lifecycle;
 mod offsets;
+mod orderly;
 mod pull;
 mod queues;
 mod rebalance;
@@ -64,6 +65,10 @@ pub struct QueueSnapshot {
     pub cached_bytes: usize,
     /// Highest offset pulled (−1 = none).
     pub max_pulled: i64,
+    /// Orderly: the broker lock is held and trusted (always false in other modes).
+    pub locked: bool,
+    /// Orderly: a batch of this queue is with user code.
+    pub consuming: bool,
 }
 
 /// The push consumer state machine.
@@ -111,6 +116,11 @@ pub struct Consumer {
     next_job: u64,
     shutdown_outstanding: usize,
     stats: Stats,
+    // orderly locks
+    /// Queues with an UNLOCK_BATCH_MQ in flight (not locked again until it answers).
+    unlocking: BTreeSet<MessageQueue>,
+    /// Released queues whose unlock waits for their final offset update.
+    release_unlocks: HashMap<crate::timer::QueueKey, MessageQueue>,
 }
 
 impl Consumer {
@@ -161,6 +171,8 @@ impl Consumer {
             next_job: 1,
             shutdown_outstanding: 0,
             stats: Stats::default(),
+            unlocking: BTreeSet::new(),
+            release_unlocks: HashMap::new(),
             cfg: config,
         };
         c.start();
@@ -255,8 +267,8 @@ impl Consumer {
         self.queues
             .all_keys()
             .into_iter()
-            .filter_map(|k| self.queues.get(k))
-            .map(|q| QueueSnapshot {
+            .filter_map(|k| Some((k, self.queues.get(k)?)))
+            .map(|(k, q)| QueueSnapshot {
                 queue: q.user_mq.clone(),
                 pulling: q.phase == queues::Phase::Pulling,
                 next_offset: q.next_offset,
@@ -265,6 +277,8 @@ impl Consumer {
                 cached_count: q.pq.count(),
                 cached_bytes: q.pq.bytes(),
                 max_pulled: q.pq.max_offset(),
+                locked: self.holds_lock(k),
+                consuming: q.consuming.is_some(),
             })
             .collect()
     }
@@ -308,6 +322,13 @@ impl Consumer {
             Timer::ConsumeTimeoutScan => self.scan_consume_timeouts(),
             Timer::LocalRetry(id) => self.run_local_retry(id),
             Timer::ShutdownDeadline => self.on_shutdown_deadline(),
+            Timer::LockRenew => self.renew_locks(),
+            Timer::Lock(key) => {
+                if self.queues.get(key).is_some_and(|q| q.phase == queues::Phase::Locking) {
+                    self.lock_queues(&[key]);
+                }
+            }
+            Timer::OrderlyResume(key) => self.on_orderly_resume(key),
         }
     }
 }

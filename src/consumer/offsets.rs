@@ -143,5 +143,6 @@ impl Consumer {
         if shutdown {
             self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
         }
+        self.unlock_after_persist(key);
     }
 }

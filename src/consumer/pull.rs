@@ -116,7 +116,8 @@ impl Consumer {
     ) {
         let Some(q) = self.queues.get_mut(key) else { return };
         q.pull_in_flight = false;
-        if self.state != RunState::Running {
+        // An orderly queue that lost its lock or is being released: the answer is not used.
+        if self.state != RunState::Running || q.phase != Phase::Pulling {
             // Shutting down: what this pull found is not consumed and its offset not moved.
             return;
         }
@@ -245,7 +246,9 @@ impl Consumer {
             }
         }
         self.stats.pulled += fresh.len() as u64;
-        if !fresh.is_empty() && !orderly {
+        if orderly {
+            self.orderly_next(key);
+        } else if !fresh.is_empty() {
             self.dispatch(key, &fresh);
         }
         self.update_commit(key);
@@ -266,8 +269,10 @@ impl Consumer {
         self.emit(Event::OffsetMoved { queue: user_mq.clone(), from, to });
         self.timers.stop(Timer::Pull(key));
         self.timers.stop(Timer::ComputeOffset(key));
-        self.queues.remove(key);
+        self.timers.stop(Timer::OrderlyResume(key));
+        let Some(old) = self.queues.remove(key) else { return };
         let key = self.queues.insert(mq, user_mq);
+        self.carry_orderly(&old, key);
         if let Some(q) = self.queues.get_mut(key) {
             q.phase = Phase::Pulling;
             q.next_offset = to;
@@ -277,13 +282,11 @@ impl Consumer {
         self.try_pull(key);
     }
 
-    /// Raise the committable offset to the watermark (concurrent mode).
+    /// Raise the committable offset to the watermark: everything below the lowest message still
+    /// held is finished (in orderly mode the held ones include those not handed out yet).
     pub(super) fn update_commit(&mut self, key: QueueKey) {
-        if self.cfg.consume_mode == ConsumeMode::Orderly {
-            return;
-        }
         if let Some(q) = self.queues.get_mut(key) {
-            if q.phase == Phase::Pulling {
+            if q.next_offset >= 0 {
                 let w = q.pq.watermark(q.next_offset);
                 q.offset.advance(w);
             }

@@ -11,10 +11,15 @@ use crate::timer::QueueKey;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Phase {
+    /// Orderly: waiting for the broker lock (nothing is consumed until it is held).
+    Locking,
     /// Looking up where to start.
     ComputingOffset,
     /// Pulling from `next_offset`.
     Pulling,
+    /// Orderly: released by a rebalance, waiting for its running batch before persisting and
+    /// unlocking (never unlock under a running batch).
+    Releasing,
 }
 
 #[derive(Debug)]
@@ -34,6 +39,14 @@ pub(super) struct QueueState {
     pub(super) suggest_broker_id: i64,
     pub(super) last_pull_ms: i64,
     pub(super) last_consume_ms: i64,
+    /// Orderly: when the broker last confirmed our lock (`None`: not locked).
+    pub(super) locked_at: Option<std::time::Instant>,
+    /// Orderly: the one batch in flight.
+    pub(super) consuming: Option<crate::event::BatchId>,
+    /// Orderly: held back after SUSPEND_CURRENT_QUEUE_A_MOMENT until its timer fires.
+    pub(super) suspended: bool,
+    /// Orderly: consecutive failed lock attempts (back-off).
+    pub(super) lock_failures: u32,
 }
 
 impl QueueState {
@@ -50,6 +63,10 @@ impl QueueState {
             suggest_broker_id: 0,
             last_pull_ms: 0,
             last_consume_ms: 0,
+            locked_at: None,
+            consuming: None,
+            suspended: false,
+            lock_failures: 0,
         }
     }
 }

@@ -143,20 +143,25 @@ impl Consumer {
         let mut revoked = Vec::new();
         for key in self.queues.keys_of_topic(topic) {
             let Some(q) = self.queues.get(key) else { continue };
-            if target.binary_search(&q.mq).is_err() {
+            if q.phase != Phase::Releasing && target.binary_search(&q.mq).is_err() {
                 revoked.push(q.user_mq.clone());
-                self.release_queue(key);
+                self.revoke_queue(key);
             }
         }
         let mut assigned = Vec::new();
         for mq in target {
-            if self.queues.key_of(&mq).is_some() {
+            if let Some(key) = self.queues.key_of(&mq) {
+                // Revoked with a batch running and assigned back before it ended: keep it.
+                if let Some(q) = self.queues.get(key).filter(|q| q.phase == Phase::Releasing) {
+                    assigned.push(q.user_mq.clone());
+                    self.keep_releasing_queue(key);
+                }
                 continue;
             }
             let user_mq = MessageQueue::new(self.ns.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id);
             assigned.push(user_mq.clone());
             let key = self.queues.insert(mq, user_mq);
-            self.compute_start_offset(key);
+            self.begin_queue(key);
         }
         let user_topic = self.ns.unwrap(topic).to_owned();
         if !revoked.is_empty() {
@@ -170,9 +175,14 @@ impl Consumer {
     /// Stop consuming a queue: persist its offset, drop its state. In-flight results for it are
     /// discarded when they arrive (its key is stale).
     pub(super) fn release_queue(&mut self, key: QueueKey) {
-        self.persist_queue(key, Persist::Release);
-        self.timers.stop(Timer::Pull(key));
-        self.timers.stop(Timer::ComputeOffset(key));
+        if self.uses_locks() {
+            self.release_locked(key);
+        } else {
+            self.persist_queue(key, Persist::Release);
+        }
+        for t in [Timer::Pull(key), Timer::ComputeOffset(key), Timer::Lock(key), Timer::OrderlyResume(key)] {
+            self.timers.stop(t);
+        }
         self.queues.remove(key);
     }
 
@@ -312,14 +322,16 @@ impl Consumer {
 
     /// Start pulling `key` at `offset`. A start point that was not read from the store is
     /// committed right away, so a crash before the first message cannot move it (a new group on
-    /// LAST would otherwise skip what arrived in between).
+    /// LAST would otherwise skip what arrived in between). An orderly queue locked again starts
+    /// no lower than its own commit: what this client finished is not replayed.
     pub(super) fn start_at(&mut self, key: QueueKey, offset: i64, stored: bool) {
         let Some(q) = self.queues.get_mut(key) else { return };
+        let start = offset.max(q.offset.value());
         q.phase = Phase::Pulling;
-        q.next_offset = offset;
+        q.next_offset = start;
         q.offset = if stored { OffsetCell::stored(offset) } else { OffsetCell::default() };
-        if !stored {
-            q.offset.force(offset);
+        if !stored || start != offset {
+            q.offset.force(start);
             self.persist_queue(key, Persist::Now);
         }
         self.try_pull(key);

@@ -16,17 +16,46 @@ use crate::timer::{QueueKey, Timer};
 /// What a pending request was for: where its answer goes.
 #[derive(Clone, Debug)]
 pub(super) enum PendingKind {
-    Route { topic: String },
+    Route {
+        topic: String,
+    },
     Heartbeat,
-    ConsumerList { topic: String },
-    QueryOffset { key: QueueKey },
-    MaxOffset { key: QueueKey },
-    SearchOffset { key: QueueKey },
-    Pull { key: QueueKey },
-    SendBack { id: u64 },
-    RetrySend { id: u64 },
-    UpdateOffset { key: QueueKey, offset: i64, shutdown: bool },
+    ConsumerList {
+        topic: String,
+    },
+    QueryOffset {
+        key: QueueKey,
+    },
+    MaxOffset {
+        key: QueueKey,
+    },
+    SearchOffset {
+        key: QueueKey,
+    },
+    Pull {
+        key: QueueKey,
+    },
+    SendBack {
+        id: u64,
+    },
+    RetrySend {
+        id: u64,
+    },
+    UpdateOffset {
+        key: QueueKey,
+        offset: i64,
+        shutdown: bool,
+    },
     Unregister,
+    /// LOCK_BATCH_MQ for `keys`, sent at `sent` (the lock's age counts from there).
+    Lock {
+        keys: Vec<QueueKey>,
+        sent: std::time::Instant,
+    },
+    Unlock {
+        mqs: Vec<crate::message::MessageQueue>,
+        shutdown: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -215,6 +244,8 @@ impl Consumer {
                 self.on_update_offset(key, offset, shutdown, &p.peer, Ok(cmd))
             }
             PendingKind::Unregister => self.on_unregistered(&p.peer, Ok(cmd)),
+            PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Ok(cmd)),
+            PendingKind::Unlock { mqs, shutdown } => self.on_unlock(&mqs, shutdown),
         }
     }
 
@@ -246,6 +277,8 @@ impl Consumer {
                 self.on_update_offset(key, offset, shutdown, &p.peer, Err(f))
             }
             PendingKind::Unregister => self.on_unregistered(&p.peer, Err(f)),
+            PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Err(f)),
+            PendingKind::Unlock { mqs, shutdown } => self.on_unlock(&mqs, shutdown),
         }
     }
 
@@ -271,6 +304,7 @@ impl Consumer {
                 self.on_failure(p, Failure::Disconnected);
             }
         }
+        self.locks_in_doubt(peer);
         // Anything parked for this peer failed with the heartbeat (see `fail_parked`) and retries
         // on its own schedule: never an immediate reconnect loop.
     }

@@ -7,7 +7,13 @@
 //!    alike), except where the broker moved the queue (OFFSET_MOVED, reset).
 //! 3. **The cache stays bounded**: per queue, at most `pullThresholdForQueue` plus one pull batch.
 //! 4. **Every dispatch gets exactly one result** (checked where results are delivered).
-//! 5. **Liveness**, via [`Sim::all_done`](super::Sim::all_done): once faults heal, every produced
+//! 5. **Orderly: one batch per queue in the whole group**: no queue ever has two batches with
+//!    user code at once, across every consumer of the group. Forgiven only for batches that ran
+//!    across a restart of their broker, which forgets its locks (no client can prevent that).
+//! 6. **Orderly: offset order per consumer**: each consumer gets a queue's messages in
+//!    increasing offsets, and never one at or below an offset it already finished (until the
+//!    queue is assigned again or the broker moves it).
+//! 7. **Liveness**, via [`Sim::all_done`](super::Sim::all_done): once faults heal, every produced
 //!    message is consumed successfully or dead-lettered.
 //!
 //! Commits across owners are not required to be monotonic: a broker stores whatever a client
@@ -19,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::broker::ConnId;
 use super::world::{Consumed, Sim};
 use crate::ConsumerConfig;
-use crate::event::Event;
+use crate::event::{Batch, BatchId, Event};
 use crate::message::{DecodeOptions, MessageQueue, decode_message, keys};
 use crate::namespace::Namespace;
 use crate::producer::retry_topic;
@@ -46,10 +52,24 @@ struct Group {
     /// CONSUME_FROM_FIRST: a new group's queues must start at 0. Otherwise the first commit of a
     /// queue may skip what came before (LAST and TIMESTAMP skip history on purpose).
     from_first: bool,
+    /// Broadcasting: every consumer consumes every queue (orderly exclusivity is per consumer).
+    broadcasting: bool,
+}
+
+/// An orderly batch with user code.
+#[derive(Debug)]
+struct OrderlyRun {
+    consumer: usize,
+    batch: BatchId,
+    /// Its broker restarted while it ran.
+    forgiven: bool,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct Checker {
+    orderly_running: HashMap<(String, MessageQueue), OrderlyRun>,
+    /// (consumer, queue) → the highest offset finished there.
+    orderly_done: HashMap<(usize, MessageQueue), i64>,
     groups: BTreeMap<String, Group>,
     consumer_group: HashMap<usize, String>,
     commits: HashMap<(usize, MessageQueue), i64>,
@@ -81,9 +101,62 @@ impl Checker {
         g.threshold = cfg.pull_threshold_for_queue;
         g.batch = cfg.pull_batch_size as usize;
         g.threshold_bytes = cfg.pull_threshold_size_for_queue_bytes();
+        g.broadcasting = cfg.message_model == crate::MessageModel::Broadcasting;
         g.from_first = cfg.consume_from_where == crate::ConsumeFromWhere::ConsumeFromFirstOffset;
         self.consumer_group.insert(i, group);
         self.commits.retain(|(c, _), _| *c != i);
+        self.orderly_done.retain(|(c, _), _| *c != i);
+        self.consumer_gone(i);
+    }
+
+    /// Consumer `i` crashed: its batches are gone with it.
+    pub(super) fn consumer_gone(&mut self, i: usize) {
+        self.orderly_running.retain(|_, r| r.consumer != i);
+    }
+
+    /// Broker `name` restarted and forgot its locks.
+    pub(super) fn broker_restarted(&mut self, name: &str) {
+        for ((_, mq), r) in &mut self.orderly_running {
+            if &*mq.broker_name == name {
+                r.forgiven = true;
+            }
+        }
+    }
+
+    /// An orderly batch went to user code; `ok` = the listener will succeed on all of it.
+    pub(super) fn on_orderly_dispatch(&mut self, i: usize, batch: &Batch, ok: bool) {
+        let Some(group) = self.consumer_group.get(&i).cloned() else { return };
+        let (ns, broadcasting) =
+            self.groups.get(&group).map(|g| (g.ns.clone(), g.broadcasting)).unwrap_or_default();
+        let q = &batch.queue;
+        let mq = MessageQueue::new(ns.wrap(&q.topic), q.broker_name.clone(), q.queue_id);
+        let offsets: Vec<i64> = batch.messages.iter().map(|m| m.queue_offset).collect();
+        if offsets.windows(2).any(|w| w[0] >= w[1]) {
+            self.fail(format!("consumer {i} got {mq:?} out of order in one batch: {offsets:?}"));
+        }
+        let key = (if broadcasting { format!("{group}#{i}") } else { group }, mq.clone());
+        if let Some(r) = self.orderly_running.get(&key).filter(|r| !r.forgiven) {
+            let msg = format!(
+                "two batches of {mq:?} with user code at once: consumer {} {} and consumer {i} {}",
+                r.consumer, r.batch, batch.id
+            );
+            self.fail(msg);
+        }
+        self.orderly_running.insert(key, OrderlyRun { consumer: i, batch: batch.id, forgiven: false });
+        let done = self.orderly_done.get(&(i, mq.clone())).copied();
+        if let (Some(done), Some(first)) = (done, offsets.first()) {
+            if *first <= done {
+                self.fail(format!("consumer {i} got offset {first} of {mq:?} after finishing {done}"));
+            }
+        }
+        if let (true, Some(last)) = (ok, offsets.last()) {
+            self.orderly_done.insert((i, mq), *last);
+        }
+    }
+
+    /// The result of consumer `i`'s orderly `batch` reached it.
+    pub(super) fn on_orderly_result(&mut self, i: usize, batch: BatchId) {
+        self.orderly_running.retain(|_, r| !(r.consumer == i && r.batch == batch));
     }
 
     fn fail(&mut self, msg: String) {
@@ -177,7 +250,8 @@ impl Checker {
             _ => return,
         };
         for q in reset {
-            self.commits.remove(&(i, q));
+            self.commits.remove(&(i, q.clone()));
+            self.orderly_done.remove(&(i, q));
         }
     }
 

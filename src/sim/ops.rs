@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::SimBrokerConfig;
 use super::world::{Fault, Faults, Sim, Verdict};
 use crate::event::ConsumeResult;
-use crate::{Command, ConsumeFromWhere};
+use crate::{Command, ConsumeFromWhere, ConsumeMode};
 
 /// One step of a scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +69,7 @@ impl SimOp {
 
 /// Run `ops` against a small world (2 brokers × 3 queues, 2 consumers, a listener that fails
 /// some messages and is sometimes slow), then heal and require that everything is consumed.
+/// Odd seeds consume orderly.
 /// The invariants are checked after every step; a violation panics.
 pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
     let mut sim = Sim::builder(seed)
@@ -94,7 +95,8 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
         .config("G")
         .subscribe("T", "*")
         .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .max_reconsume_times(2);
+        .max_reconsume_times(2)
+        .consume_mode(if seed % 2 == 1 { ConsumeMode::Orderly } else { ConsumeMode::Concurrently });
     let n = 2;
     for _ in 0..n {
         sim.add_consumer(cfg.clone());
@@ -116,7 +118,7 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
                 duplicate: f64::from(u) / 100.0,
                 delay: f64::from(l) / 100.0,
                 delay_by: Duration::from_millis(500),
-                lose_requests: &[],
+                ..Faults::default()
             })),
             SimOp::Heal => sim.heal(),
         }

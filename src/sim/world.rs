@@ -52,6 +52,8 @@ pub struct Faults {
     pub delay_by: Duration,
     /// Requests with these codes never reach a broker (their senders time out).
     pub lose_requests: &'static [i32],
+    /// Answers to requests with these codes arrive with an unreadable body.
+    pub garble_answers: &'static [i32],
 }
 
 /// A fault scheduled at a point in virtual time.
@@ -228,6 +230,7 @@ impl SimBuilder {
             jitter: self.jitter,
             wire_roundtrip: self.wire_roundtrip,
             faults: Faults::default(),
+            garble: Default::default(),
             name_server: SimNameServer::new("127.0.0.1:9876"),
             brokers,
             broker_up,
@@ -260,6 +263,8 @@ pub struct Sim {
     jitter: Duration,
     wire_roundtrip: bool,
     faults: Faults,
+    /// (connection, opaque) of requests whose answers get garbled.
+    garble: std::collections::HashSet<(ConnId, i32)>,
     name_server: SimNameServer,
     pub(super) brokers: Vec<SimBroker>,
     broker_up: Vec<bool>,
@@ -488,6 +493,8 @@ impl Sim {
             Fault::ResetBroker(b) => self.reset_broker_conns(b, DisconnectReason::Closed),
             Fault::RestartBroker(b, down) => {
                 self.brokers[b].restart(self.now);
+                let name = self.brokers[b].name().to_owned();
+                self.checker.broker_restarted(&name);
                 self.reset_broker_conns(b, DisconnectReason::Closed);
                 if !down.is_zero() {
                     self.broker_up[b] = false;
@@ -522,6 +529,7 @@ impl Sim {
             return;
         }
         c.outstanding.clear();
+        self.checker.consumer_gone(i);
         let conns: Vec<ConnId> = std::mem::take(&mut c.conns).into_values().collect();
         for conn in conns {
             self.close_conn(conn, false);
@@ -641,6 +649,9 @@ impl Sim {
             Target::NameServer => None,
         };
         self.checker.on_request(i, conn, broker.as_deref(), &cmd);
+        if self.faults.garble_answers.contains(&cmd.code) {
+            self.garble.insert((conn, cmd.opaque));
+        }
         let hop = self.hop();
         let c = self.conns.get_mut(&conn).expect("connection just found");
         let at = (self.now + hop).max(c.last_to_server);
@@ -660,7 +671,10 @@ impl Sim {
         if self.rng.chance(self.faults.delay) {
             hop += self.faults.delay_by;
         }
-        let cmd = self.roundtrip(cmd);
+        let mut cmd = self.roundtrip(cmd);
+        if cmd.is_response() && self.garble.remove(&(conn, cmd.opaque)) {
+            cmd.body = bytes::Bytes::from_static(b"{\"lockOKMQSet\":[{\"topic\":");
+        }
         let c = self.conns.get_mut(&conn).expect("open connection");
         let at = (self.now + hop).max(c.last_to_consumer);
         c.last_to_consumer = at;
@@ -731,10 +745,16 @@ impl Sim {
             batch.id
         );
         let verdict = (self.listener)(i, &batch, &mut self.rng);
+        let orderly = batch.kind == crate::BatchKind::Orderly;
         let ok_count = match verdict.result.status {
+            // Orderly results have no ack index: success is the whole batch.
+            crate::ConsumeStatus::Success if orderly => batch.messages.len(),
             crate::ConsumeStatus::Success => verdict.result.ack_index.map_or(batch.messages.len(), |a| a + 1),
             _ => 0,
         };
+        if orderly && !self.lean {
+            self.checker.on_orderly_dispatch(i, &batch, ok_count == batch.messages.len());
+        }
         let at = self.elapsed() + verdict.took;
         self.consumed_count += batch.messages.len();
         for (n, m) in batch.messages.iter().enumerate().filter(|_| !self.lean) {
@@ -853,6 +873,7 @@ impl Sim {
                 if !c.outstanding.remove(&batch) {
                     return;
                 }
+                self.checker.on_orderly_result(i, batch);
                 if let Some(consumer) = c.consumer.as_mut() {
                     if let Err(e) = consumer.handle(Input::ConsumeResult { batch, result }, self.now) {
                         // The sim answers each dispatch exactly once: the consumer must know it.
