@@ -6,9 +6,10 @@
 //!                          │                                          ├─ rebalance.rs  (consumer list, start offsets)
 //!                          │                                          ├─ pull.rs       (pull results)
 //!                          │                                          ├─ consume.rs    (send-back, retry send)
+//!                          │                                          ├─ locks.rs      (lock, renew, unlock)
 //!                          │                                          └─ offsets.rs    (persist, unregister)
 //!                          └ request ─ broker_requests.rs (notify, reset, running info, consume directly)
-//! handle(ConsumeResult)    ─ consume.rs
+//! handle(ConsumeResult)    ─ consume.rs (concurrent) / orderly.rs
 //! handle(Command)          ─ lifecycle.rs
 //! handle_timeout           ─ on_timer below
 //! ```
@@ -16,6 +17,7 @@
 mod broker_requests;
 mod consume;
 mod lifecycle;
+mod locks;
 mod offsets;
 mod orderly;
 mod pull;
