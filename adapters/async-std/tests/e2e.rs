@@ -44,6 +44,9 @@ impl Adapter for AsyncStd {
                 c.max_reconsume_times(spec.max_reconsume).consume_thread_min(4).consume_thread_max(4)
             })
             .on_event(move |e| events.event(e));
+        if spec.orderly {
+            b = b.orderly();
+        }
         if let Some(ts) = spec.timestamp_ms {
             b = b.consume_timestamp_ms(ts);
         }

@@ -42,6 +42,9 @@ impl Adapter for Blocking {
                 }
                 status
             });
+        if spec.orderly {
+            b = b.orderly();
+        }
         if let Some(ts) = spec.timestamp_ms {
             b = b.consume_timestamp_ms(ts);
         }

@@ -75,8 +75,6 @@ pub struct Prepared {
     pub on_event: Option<EventHook>,
     /// Listener concurrency (`consumeThreadMin`).
     pub consume_threads: usize,
-    /// Orderly listener expected.
-    pub orderly: bool,
 }
 
 impl ConsumerOptions {
@@ -152,7 +150,7 @@ impl ConsumerOptions {
         self
     }
 
-    /// Orderly consumption (the adapter's orderly listener).
+    /// Orderly consumption (`MessageListenerOrderly`), whatever the listener's shape.
     pub fn orderly(mut self) -> Self {
         self.builder = self.builder.consume_mode(ConsumeMode::Orderly);
         self
@@ -181,10 +179,9 @@ impl ConsumerOptions {
             None => Vec::new(),
         };
         let consume_threads = cfg.consume_thread_min();
-        let orderly = cfg.consume_mode() == ConsumeMode::Orderly;
         let mut driver = Driver::new(Consumer::new(cfg, Instant::now()));
         driver.restore_local_offsets(restored);
-        Ok(Prepared { driver, offset_file, on_event: self.on_event, consume_threads, orderly })
+        Ok(Prepared { driver, offset_file, on_event: self.on_event, consume_threads })
     }
 }
 
@@ -244,6 +241,13 @@ macro_rules! forward_options {
         /// Use this client id instead of `ip@pid#nanos`.
         pub fn client_id(mut self, id: $crate::__core::ClientId) -> Self {
             self.options = self.options.client_id(id);
+            self
+        }
+        /// Consume orderly (`MessageListenerOrderly`) with whichever listener is set: one batch
+        /// per queue at a time, in offset order, under a broker lock. Answer
+        /// `SuspendCurrentQueueAMoment` to retry a batch after the context's suspend time.
+        pub fn orderly(mut self) -> Self {
+            self.options = self.options.orderly();
             self
         }
     };
