@@ -523,3 +523,47 @@ fn messages_from_the_real_java_producer_decode_exactly() {
         let _ = std::fs::remove_file(manifest);
     }
 }
+
+#[test]
+fn lock_batch_mq_grants_one_owner_until_it_unlocks() {
+    use rocketmq_push_core::protocol::body::{LockBatchRequestBody, LockBatchResponseBody};
+    let Some(env) = broker_env() else { return };
+    let (topic, group) = (unique("wire_lock"), unique("g_lock"));
+    let mut b = Conn::connect(&env.broker);
+    create_topic(&mut b, &topic, 2);
+    let mqs: Vec<MessageQueue> = (0..2).map(|q| MessageQueue::new(topic.as_str(), "broker-a", q)).collect();
+    let body = |client: &str, mqs: &[MessageQueue]| LockBatchRequestBody {
+        consumer_group: group.clone(),
+        client_id: client.to_owned(),
+        only_this_broker: false,
+        mq_set: mqs.to_vec(),
+    };
+    let lock = |b: &mut Conn, client: &str, mqs: &[MessageQueue]| {
+        let r = b.call(
+            RemotingCommand::request(RequestCode::LockBatchMq).with_body(body(client, mqs).encode()),
+            T,
+        );
+        assert_eq!(r.code, ResponseCode::Success as i32, "{}", r.remark_str());
+        let mut got = LockBatchResponseBody::decode(&r.body).unwrap().lock_ok_mq_set;
+        got.sort();
+        got
+    };
+    // No registration needed; the first client gets both, a second gets none, the first renews.
+    assert_eq!(lock(&mut b, "client-a", &mqs), mqs);
+    capture("lock_batch_mq_answer", "LOCK_BATCH_MQ answer granting two queues", &b.last_raw());
+    assert_eq!(lock(&mut b, "client-b", &mqs), Vec::<MessageQueue>::new());
+    assert_eq!(lock(&mut b, "client-a", &mqs), mqs, "renewal by the owner");
+    // Unlocking one queue lets the other client take exactly that one.
+    let r = b.call(
+        RemotingCommand::request(RequestCode::UnlockBatchMq).with_body(body("client-a", &mqs[..1]).encode()),
+        T,
+    );
+    assert_eq!(r.code, ResponseCode::Success as i32, "{}", r.remark_str());
+    assert_eq!(lock(&mut b, "client-b", &mqs), mqs[..1].to_vec());
+    // An unlock by a non-owner changes nothing.
+    b.call(
+        RemotingCommand::request(RequestCode::UnlockBatchMq).with_body(body("client-b", &mqs[1..]).encode()),
+        T,
+    );
+    assert_eq!(lock(&mut b, "client-b", &mqs[1..]), Vec::<MessageQueue>::new());
+}

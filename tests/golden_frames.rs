@@ -112,6 +112,20 @@ fn offsets_heartbeat_and_consumer_list() {
 }
 
 #[test]
+fn lock_answer() {
+    use rocketmq_push_core::MessageQueue;
+    use rocketmq_push_core::protocol::body::LockBatchResponseBody;
+    let lock = frame("lock_batch_mq_answer");
+    assert_eq!(lock.code, 0);
+    let mut got = LockBatchResponseBody::decode(&lock.body).unwrap().lock_ok_mq_set;
+    got.sort();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].queue_id, 0);
+    assert_eq!(&*got[1].broker_name, "broker-a");
+    assert!(got.iter().all(|q: &MessageQueue| q.topic.starts_with("wire_lock")));
+}
+
+#[test]
 fn broker_initiated_requests() {
     let n = frame("notify_consumer_ids_changed");
     assert_eq!(n.request_code(), Some(RequestCode::NotifyConsumerIdsChanged));
