@@ -73,6 +73,8 @@ codes! {
         GetBrokerClusterInfo = 106, "GET_BROKER_CLUSTER_INFO";
         /// 200: create or update a subscription group on a broker.
         UpdateAndCreateSubscriptionGroup = 200, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP";
+        /// 208: a group's progress per queue on a broker (admin tools' "consumer progress").
+        GetConsumeStats = 208, "GET_CONSUME_STATS";
         /// 220: broker → client, oneway: reset the group's offsets.
         ResetConsumerClientOffset = 220, "RESET_CONSUMER_CLIENT_OFFSET";
         /// 221: broker → client: report offsets (deprecated path).

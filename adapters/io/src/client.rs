@@ -11,11 +11,12 @@ use rocketmq_push_core::codec::{DecodeError, RemotingCodec, encode_to_bytes};
 use rocketmq_push_core::message::{Message, MessageQueue, UniqIdGenerator, keys};
 use rocketmq_push_core::producer::{SendCompression, SendResult, send_message_request, send_result};
 use rocketmq_push_core::protocol::body::{
-    BodyError, GetConsumerListByGroupResponseBody, JsonBody, TopicRouteData,
+    BodyError, ConsumeStatsBody, GetConsumerListByGroupResponseBody, JsonBody, OffsetWrapper, TopicRouteData,
 };
 use rocketmq_push_core::protocol::header::{
-    CreateTopicRequestHeader, GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader,
-    GetRouteInfoRequestHeader, OffsetResponseHeader, QueryConsumerOffsetRequestHeader,
+    CreateTopicRequestHeader, GetConsumeStatsRequestHeader, GetConsumerListByGroupRequestHeader,
+    GetMaxOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
 };
 use rocketmq_push_core::protocol::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
 
@@ -204,6 +205,21 @@ impl Client {
         }
         let r = ok(r)?;
         Ok(GetConsumerListByGroupResponseBody::decode(&r.body).map_err(ClientError::Body)?.consumer_id_list)
+    }
+
+    /// A group's progress per queue on this broker (GET_CONSUME_STATS): of `topic`, or of every
+    /// topic the broker holds the group's offsets for.
+    pub fn consume_stats(
+        &mut self,
+        group: &str,
+        topic: Option<&str>,
+    ) -> Result<Vec<(MessageQueue, OffsetWrapper)>, ClientError> {
+        let header = GetConsumeStatsRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: topic.map(str::to_owned),
+        };
+        let r = ok(self.call(RemotingCommand::request(RequestCode::GetConsumeStats).with_header(&header))?)?;
+        Ok(ConsumeStatsBody::decode(&r.body).map_err(ClientError::Body)?.offset_table)
     }
 
     /// One pull (no long poll) from `offset`: the messages found, and the next offset.

@@ -14,7 +14,10 @@ pub use heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData,
 };
 pub use lock::{LockBatchRequestBody, LockBatchResponseBody};
-pub use offsets::{GetConsumerListByGroupResponseBody, GetConsumerStatusBody, ResetOffsetBody};
+pub use offsets::{
+    ConsumeStatsBody, GetConsumerListByGroupResponseBody, GetConsumerStatusBody, OffsetWrapper,
+    ResetOffsetBody,
+};
 pub use route::{BrokerData, QueueData, TopicRouteData, perm};
 pub use running_info::{ConsumeStats, ConsumerRunningInfo, ProcessQueueInfo};
 

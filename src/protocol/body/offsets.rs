@@ -61,6 +61,64 @@ impl JsonBody for ResetOffsetBody {
     }
 }
 
+/// One queue's progress in a [`ConsumeStatsBody`] (Java's `OffsetWrapper`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffsetWrapper {
+    /// The queue's max offset on the broker.
+    pub broker_offset: i64,
+    /// The group's committed offset.
+    pub consumer_offset: i64,
+    /// 5.x: the offset the group pulls from next (0 when unknown).
+    pub pull_offset: i64,
+    /// Store time of the last consumed message, ms since the epoch (0 when unknown).
+    pub last_timestamp: i64,
+}
+
+/// GET_CONSUME_STATS answer (Java's admin `ConsumeStats`): queue → progress.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConsumeStatsBody {
+    /// Queue → progress, sorted by queue.
+    pub offset_table: Vec<(MessageQueue, OffsetWrapper)>,
+    /// Messages per second.
+    pub consume_tps: f64,
+}
+
+impl JsonBody for ConsumeStatsBody {
+    const NAME: &'static str = "ConsumeStats";
+
+    fn from_value(v: &Value) -> Result<Self, BodyError> {
+        let o = Obj::new(v, Self::NAME)?;
+        let mut table = Vec::new();
+        if o.get("offsetTable").is_some() {
+            for (k, w) in o.object("offsetTable")? {
+                let w = Obj::new(w, "OffsetWrapper")?;
+                let progress = OffsetWrapper {
+                    broker_offset: w.opt_i64("brokerOffset")?.unwrap_or(0),
+                    consumer_offset: w.opt_i64("consumerOffset")?.unwrap_or(0),
+                    pull_offset: w.opt_i64("pullOffset")?.unwrap_or(0),
+                    last_timestamp: w.opt_i64("lastTimestamp")?.unwrap_or(0),
+                };
+                table.push((mq_from_key(k, Self::NAME)?, progress));
+            }
+        }
+        table.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Self { offset_table: table, consume_tps: o.f64_or("consumeTps", 0.0)? })
+    }
+
+    fn write_json(&self, w: &mut JsonWriter) {
+        w.begin_object().key("consumeTps").float(self.consume_tps).key("offsetTable");
+        write_mq_map(w, &self.offset_table, |w, p| {
+            w.begin_object()
+                .field_int("brokerOffset", p.broker_offset)
+                .field_int("consumerOffset", p.consumer_offset)
+                .field_int("lastTimestamp", p.last_timestamp)
+                .field_int("pullOffset", p.pull_offset)
+                .end_object();
+        });
+        w.end_object();
+    }
+}
+
 /// GET_CONSUMER_STATUS_FROM_CLIENT answer: queue → in-memory offset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GetConsumerStatusBody {
@@ -164,5 +222,24 @@ mod tests {
         let l = GetConsumerListByGroupResponseBody::decode(br#"{"consumerIdList":["a@1","b@2"]}"#).unwrap();
         assert_eq!(l.consumer_id_list, ["a@1", "b@2"]);
         assert_eq!(GetConsumerListByGroupResponseBody::decode(&l.encode()).unwrap(), l);
+    }
+}
+
+#[cfg(test)]
+mod consume_stats_tests {
+    use super::*;
+
+    #[test]
+    fn consume_stats_with_object_keys() {
+        // As fastjson writes it: queue objects as map keys.
+        let java = br#"{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":10,"consumerOffset":7,"lastTimestamp":1700000000000,"pullOffset":8},{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":3,"consumerOffset":3,"lastTimestamp":0}}}"#;
+        let b = ConsumeStatsBody::decode(java).unwrap();
+        assert_eq!(b.consume_tps, 1.5);
+        assert_eq!(b.offset_table.len(), 2);
+        assert_eq!(b.offset_table[0].0, MessageQueue::new("T", "b", 0));
+        assert_eq!(b.offset_table[1].1.consumer_offset, 7);
+        assert_eq!(b.offset_table[1].1.pull_offset, 8);
+        assert_eq!(ConsumeStatsBody::decode(&b.encode()).unwrap(), b);
+        assert!(ConsumeStatsBody::decode(br#"{"offsetTable":{{"queueId":1}:{}}}"#).is_err());
     }
 }

@@ -1,4 +1,5 @@
-//! Name-server and admin headers: GET_ROUTEINFO_BY_TOPIC (105), UPDATE_AND_CREATE_TOPIC (17).
+//! Name-server and admin headers: GET_ROUTEINFO_BY_TOPIC (105), UPDATE_AND_CREATE_TOPIC (17),
+//! GET_CONSUME_STATS (208).
 
 use crate::protocol::ext::command_header;
 
@@ -9,6 +10,16 @@ command_header! {
         topic: String = "topic",
         /// Ask for standard JSON (quoted integer keys) whatever our version.
         accept_standard_json_only: Option<bool> = "acceptStandardJsonOnly",
+    }
+}
+
+command_header! {
+    /// GET_CONSUME_STATS request, sent to a broker.
+    pub struct GetConsumeStatsRequestHeader {
+        /// Group.
+        consumer_group: String = "consumerGroup",
+        /// One topic; absent: every topic the broker holds offsets of the group for.
+        topic: Option<String> = "topic",
     }
 }
 

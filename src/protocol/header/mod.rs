@@ -10,7 +10,7 @@ mod offset;
 mod pull;
 mod send;
 
-pub use admin::{CreateTopicRequestHeader, GetRouteInfoRequestHeader};
+pub use admin::{CreateTopicRequestHeader, GetConsumeStatsRequestHeader, GetRouteInfoRequestHeader};
 pub use broker_request::{
     ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader, NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader,

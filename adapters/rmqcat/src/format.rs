@@ -1,0 +1,216 @@
+//! Output of consumed messages: `-f` format strings in kcat's spirit, and `--json` lines.
+
+use base64::Engine;
+use rocketmq_push_core::MessageExt;
+use rocketmq_push_core::json::JsonWriter;
+
+/// The format when neither `-f` nor `--json` is given: the body and a newline.
+pub(crate) const DEFAULT: &str = "%s\\n";
+
+/// Placeholders, for error messages and `--help`.
+pub(crate) const PLACEHOLDERS: &str = "%t topic, %q queue id, %o offset, %i msg id, %k keys, %T tags, %s body, %S body size, %r reconsume times, %h user properties, %% a percent sign; \\n \\t \\\\ escapes";
+
+#[derive(Debug, PartialEq, Eq)]
+enum Piece {
+    Lit(Vec<u8>),
+    Topic,
+    Queue,
+    Offset,
+    MsgId,
+    Keys,
+    Tags,
+    Body,
+    BodySize,
+    Reconsume,
+    Properties,
+}
+
+/// A parsed `-f` format.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Format(Vec<Piece>);
+
+impl Format {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
+        let mut pieces = Vec::new();
+        let mut lit = Vec::new();
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '%' => {
+                    let p = match chars.next() {
+                        Some('%') => {
+                            lit.push(b'%');
+                            continue;
+                        }
+                        Some('t') => Piece::Topic,
+                        Some('q') => Piece::Queue,
+                        Some('o') => Piece::Offset,
+                        Some('i') => Piece::MsgId,
+                        Some('k') => Piece::Keys,
+                        Some('T') => Piece::Tags,
+                        Some('s') => Piece::Body,
+                        Some('S') => Piece::BodySize,
+                        Some('r') => Piece::Reconsume,
+                        Some('h') => Piece::Properties,
+                        Some(other) => {
+                            return Err(format!(
+                                "unknown placeholder %{other} in format {s:?}; known: {PLACEHOLDERS}"
+                            ));
+                        }
+                        None => {
+                            return Err(format!(
+                                "format {s:?} ends with a lone %; write %% for a percent sign"
+                            ));
+                        }
+                    };
+                    if !lit.is_empty() {
+                        pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+                    }
+                    pieces.push(p);
+                }
+                // Shells make a literal newline awkward to type: accept the escapes.
+                '\\' => match chars.next() {
+                    Some('n') => lit.push(b'\n'),
+                    Some('t') => lit.push(b'\t'),
+                    Some('\\') => lit.push(b'\\'),
+                    Some(other) => {
+                        lit.push(b'\\');
+                        let mut buf = [0; 4];
+                        lit.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+                    }
+                    None => lit.push(b'\\'),
+                },
+                c => {
+                    let mut buf = [0; 4];
+                    lit.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        if !lit.is_empty() {
+            pieces.push(Piece::Lit(lit));
+        }
+        Ok(Self(pieces))
+    }
+
+    /// Append `m` as this format says. Bodies are written as they are, like kcat does.
+    pub(crate) fn write(&self, out: &mut Vec<u8>, m: &MessageExt) {
+        use std::io::Write;
+        for p in &self.0 {
+            let _ = match p {
+                Piece::Lit(b) => out.write_all(b),
+                Piece::Topic => out.write_all(m.topic.as_bytes()),
+                Piece::Queue => write!(out, "{}", m.queue_id),
+                Piece::Offset => write!(out, "{}", m.queue_offset),
+                Piece::MsgId => out.write_all(m.msg_id().as_bytes()),
+                Piece::Keys => out.write_all(m.keys().collect::<Vec<_>>().join(" ").as_bytes()),
+                Piece::Tags => out.write_all(m.tags().unwrap_or("").as_bytes()),
+                Piece::Body => out.write_all(&m.body),
+                Piece::BodySize => write!(out, "{}", m.body.len()),
+                Piece::Reconsume => write!(out, "{}", m.reconsume_times),
+                Piece::Properties => {
+                    let pairs: Vec<String> = m.properties.user().map(|(k, v)| format!("{k}={v}")).collect();
+                    out.write_all(pairs.join(",").as_bytes())
+                }
+            };
+        }
+    }
+}
+
+/// One message as a JSON object: the body as UTF-8 text, or base64 with `"bodyBase64":true`.
+pub(crate) fn message_json(w: &mut JsonWriter, m: &MessageExt) {
+    w.begin_object()
+        .field_str("topic", &m.topic)
+        .field_int("queueId", i64::from(m.queue_id))
+        .field_int("queueOffset", m.queue_offset)
+        .field_str("msgId", &m.msg_id())
+        .field_str("offsetMsgId", &m.offset_msg_id())
+        .field_opt_str("tags", m.tags())
+        .key("keys")
+        .begin_array();
+    for k in m.keys() {
+        w.string(k);
+    }
+    w.end_array()
+        .field_int("reconsumeTimes", i64::from(m.reconsume_times))
+        .field_int("bornTimestamp", m.born_timestamp)
+        .field_str("bornHost", &m.born_host.to_string())
+        .field_int("storeTimestamp", m.store_timestamp)
+        .field_str("storeHost", &m.store_host.to_string())
+        .field_int("commitLogOffset", m.commit_log_offset)
+        .field_int("sysFlag", i64::from(m.sys_flag))
+        .key("properties")
+        .begin_object();
+    for (k, v) in m.properties.iter() {
+        w.field_str(k, v);
+    }
+    w.end_object().field_int("bodySize", m.body.len() as i64);
+    body_json(w, &m.body);
+    w.end_object();
+}
+
+/// `"body": text`, or `"body": base64, "bodyBase64": true` when the bytes are not UTF-8.
+pub(crate) fn body_json(w: &mut JsonWriter, body: &[u8]) {
+    match std::str::from_utf8(body) {
+        Ok(text) => {
+            w.field_str("body", text);
+        }
+        Err(_) => {
+            w.field_str("body", &base64::engine::general_purpose::STANDARD.encode(body))
+                .field_bool("bodyBase64", true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocketmq_push_core::message::keys;
+
+    fn msg() -> MessageExt {
+        let mut m = MessageExt::new("T", &b"hello"[..]);
+        m.queue_id = 3;
+        m.queue_offset = 42;
+        m.reconsume_times = 1;
+        m.properties = rocketmq_push_core::message::Properties::from_pairs([
+            (keys::TAGS, "TagA"),
+            (keys::KEYS, "k1 k2"),
+            (keys::UNIQ_KEY, "ID1"),
+            ("color", "red"),
+        ]);
+        m
+    }
+
+    #[test]
+    fn placeholders_and_escapes() {
+        let f = Format::parse("%t/%q@%o %i [%k] %T %s(%S) r%r {%h} 100%%\\n").unwrap();
+        let mut out = Vec::new();
+        f.write(&mut out, &msg());
+        assert_eq!(String::from_utf8(out).unwrap(), "T/3@42 ID1 [k1 k2] TagA hello(5) r1 {color=red} 100%\n");
+    }
+
+    #[test]
+    fn malformed_formats_say_what_to_fix() {
+        let e = Format::parse("%s %z").unwrap_err();
+        assert!(e.contains("%z") && e.contains("%t topic"), "{e}");
+        assert!(Format::parse("50%").unwrap_err().contains("lone %"));
+        assert_eq!(Format::parse("a\\qb").unwrap(), Format(vec![Piece::Lit(b"a\\qb".to_vec())]));
+    }
+
+    #[test]
+    fn json_bodies_are_text_or_flagged_base64() {
+        let mut w = JsonWriter::new();
+        message_json(&mut w, &msg());
+        let text = w.finish();
+        let v = rocketmq_push_core::json::Value::parse(text.as_bytes()).unwrap();
+        assert_eq!(v.get("body").and_then(|b| b.as_str()), Some("hello"));
+        assert!(v.get("bodyBase64").is_none());
+        assert_eq!(v.get("properties").and_then(|p| p.get("color")).and_then(|c| c.as_str()), Some("red"));
+        let mut m = msg();
+        m.body = bytes::Bytes::from_static(&[0xff, 0x00, 0x80]);
+        let mut w = JsonWriter::new();
+        message_json(&mut w, &m);
+        let v = rocketmq_push_core::json::Value::parse(w.finish().as_bytes()).unwrap();
+        assert_eq!(v.get("body").and_then(|b| b.as_str()), Some("/wCA"));
+        assert_eq!(v.get("bodyBase64").and_then(|b| b.as_bool()), Some(true));
+    }
+}

@@ -1,0 +1,342 @@
+//! The `rmqcat` binary, run for real: against the simulator served on loopback TCP and, when one
+//! is running (`scripts/rocketmq.sh start`; NAMESRV_ADDR), the real broker.
+#![allow(clippy::disallowed_methods)] // real processes, sockets and clocks
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rocketmq_push_core::json::Value;
+use rocketmq_push_core::sim::SimBrokerConfig;
+use rocketmq_push_io::sim_server::SimServer;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rmqcat"));
+    c.env_remove("NAMESRV_ADDR");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("rmqcat runs")
+}
+
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rmqcat runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Exit `code`, and stderr is exactly one line that contains `what` (no panic, no usage block).
+fn one_line_error(o: &Output, code: i32, what: &str) {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(what), "{what:?} in {err:?}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+}
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(name)
+}
+
+fn sim(topics: &[(&str, i32)]) -> SimServer {
+    SimServer::start(&[("broker-a", topics)], SimBrokerConfig::default()).unwrap()
+}
+
+#[test]
+fn every_subcommand_has_help_with_examples() {
+    let top = run(&["--help"]);
+    assert!(top.status.success());
+    let top = text(&top.stdout);
+    for sub in ["consume", "produce", "decode", "route", "group", "demo"] {
+        assert!(top.contains(sub), "{sub} listed");
+        let o = run(&[sub, "--help"]);
+        assert!(o.status.success(), "{sub} --help");
+        assert!(text(&o.stdout).contains("Examples:"), "{sub} --help has examples");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    one_line_error(&run(&["consume", "--bogus"]), 2, "unexpected argument '--bogus'");
+    one_line_error(&run(&["consume", "-g", "G"]), 2, "--topic");
+    one_line_error(&run(&["frobnicate"]), 2, "unrecognized subcommand");
+    one_line_error(&run(&["consume", "-g", "G", "-t", "T"]), 2, "pass -n HOST:PORT or set NAMESRV_ADDR");
+    let ns = ["-n", "127.0.0.1:1"];
+    let o = run(&[&["consume", "-g", "G", "-t", "T", "-f", "%s %z"][..], &ns].concat());
+    one_line_error(&o, 2, "unknown placeholder %z");
+    let o = run(&[&["consume", "-g", "G", "-t", "T", "-f", "100%"][..], &ns].concat());
+    one_line_error(&o, 2, "lone %");
+    let o = run(&[&["consume", "-g", "G", "-t", "T", "--from", "yesterday"][..], &ns].concat());
+    one_line_error(&o, 2, "--from \"yesterday\"");
+    let o = run(&[&["consume", "-g", "G", "-t", "T", "-f", "%s", "--json"][..], &ns].concat());
+    one_line_error(&o, 2, "cannot be used with");
+    let o = run(&[&["produce", "-t", "T", "-p", "novalue"][..], &ns].concat());
+    one_line_error(&o, 2, "-p expects KEY=VALUE");
+    let o = run(&[&["produce", "-t", "T", "--create", "0"][..], &ns].concat());
+    one_line_error(&o, 2, "--create");
+}
+
+#[test]
+fn runtime_errors_exit_1_with_one_line() {
+    let unreachable = ["-n", "127.0.0.1:1"];
+    let o = run(&[&["consume", "-g", "G", "-t", "T"][..], &unreachable].concat());
+    one_line_error(&o, 1, "cannot reach the name server at 127.0.0.1:1");
+    let o = run_with_stdin(&[&["produce", "-t", "T"][..], &unreachable].concat(), b"x\n");
+    one_line_error(&o, 1, "cannot reach the name server");
+    one_line_error(&run(&[&["route", "-t", "T"][..], &unreachable].concat()), 1, "cannot reach");
+    let s = sim(&[("T", 2)]);
+    let ns = s.name_server();
+    one_line_error(&run(&["consume", "-n", ns, "-g", "G", "-t", "Nope"]), 1, "topic Nope does not exist");
+    let o = run_with_stdin(&["produce", "-n", ns, "-t", "Nope"], b"x\n");
+    one_line_error(&o, 1, "topic Nope does not exist");
+    one_line_error(&run(&["group", "-n", ns, "-g", "NoSuchGroup"]), 1, "pass a topic with -t");
+    one_line_error(&run(&["decode", "/no/such/file"]), 1, "/no/such/file");
+}
+
+#[test]
+fn decode_prints_golden_frames_as_json() {
+    let o = run(&["decode", "--hex", data("pull_found_three.hex").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert_eq!(out.lines().count(), 1);
+    let v = Value::parse(out.trim().as_bytes()).unwrap();
+    assert_eq!(v.get("kind").and_then(Value::as_str), Some("response"));
+    assert_eq!(v.get("name").and_then(Value::as_str), Some("SUCCESS"));
+    let msgs = v.get("messages").and_then(Value::as_array).expect("the pull body's messages");
+    assert_eq!(msgs.len(), 3);
+    assert!(msgs.iter().all(|m| m.get("msgId").and_then(Value::as_str).is_some()));
+    // Several frames in one input, raw bytes on stdin.
+    let mut raw = Vec::new();
+    for name in ["route_standard_json.hex", "heartbeat_response.hex", "running_info_request.hex"] {
+        let hex = std::fs::read_to_string(data(name)).unwrap();
+        let digits: String = hex.lines().filter(|l| !l.starts_with('#')).collect();
+        raw.extend((0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap()));
+    }
+    let o = run_with_stdin(&["decode", "-"], &raw);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines: Vec<Value> = text(&o.stdout).lines().map(|l| Value::parse(l.as_bytes()).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].get("json").and_then(|j| j.get("brokerDatas")).is_some(), "route body as JSON");
+    assert_eq!(lines[2].get("name").and_then(Value::as_str), Some("GET_CONSUMER_RUNNING_INFO"));
+    assert_eq!(lines[2].get("kind").and_then(Value::as_str), Some("request"));
+    // The same bytes cut short: the first frames print, then a precise error.
+    let o = run_with_stdin(&["decode", "-"], &raw[..raw.len() - 5]);
+    assert_eq!(text(&o.stdout).lines().count(), 2);
+    one_line_error(&o, 1, "frame 3 at byte");
+    assert!(text(&o.stderr).contains("truncated"));
+    // Not hex.
+    one_line_error(&run_with_stdin(&["decode", "--hex", "-"], b"00 zz\n"), 1, "line 1");
+    // A length field that lies: rejected before anything is allocated.
+    let o = run_with_stdin(&["decode", "-"], &[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1]);
+    one_line_error(&o, 1, "frame 1 at byte 0");
+}
+
+/// `(queue id, offset)` per line of `%q %o …` output.
+fn positions(out: &str) -> Vec<(i32, i64)> {
+    out.lines()
+        .map(|l| {
+            let mut f = l.split(' ');
+            (f.next().unwrap().parse().unwrap(), f.next().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
+fn in_order_per_queue(p: &[(i32, i64)]) -> bool {
+    let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+    p.iter().all(|(q, o)| last.insert(*q, *o).is_none_or(|prev| prev < *o))
+}
+
+#[test]
+fn produce_then_consume_against_the_simulator() {
+    let s = sim(&[("T", 4)]);
+    let ns = s.name_server();
+    let lines: String = (1..=50).map(|i| format!("line-{i}\n")).collect();
+    let o = run_with_stdin(
+        &["produce", "-n", ns, "-t", "T", "-T", "TagA", "-k", "k1,k2", "-p", "color=red"],
+        lines.as_bytes(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("sent 50, failed 0"), "{}", text(&o.stderr));
+
+    let fmt = "%q %o %s %T [%k] {%h}\\n";
+    let o = run(&["consume", "-n", ns, "-g", "G", "-t", "T", "--from", "first", "-c", "20", "-f", fmt]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let first = text(&o.stdout);
+    assert_eq!(first.lines().count(), 20);
+    assert!(first.lines().all(|l| l.contains(" TagA [k1 k2] {color=red}")), "{first}");
+    let p1 = positions(&first);
+    assert!(in_order_per_queue(&p1), "{first}");
+    // Exactly what was printed is committed.
+    let committed: i64 = (0..4).filter_map(|q| s.committed_offset(0, "G", "T", q)).sum();
+    assert_eq!(committed, 20);
+
+    // The rest, as JSON: nothing printed twice, nothing missing.
+    let o = run(&["consume", "-n", ns, "-g", "G", "-t", "T", "-c", "30", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rest: Vec<Value> = text(&o.stdout).lines().map(|l| Value::parse(l.as_bytes()).unwrap()).collect();
+    assert_eq!(rest.len(), 30);
+    let mut bodies: BTreeSet<String> =
+        first.lines().map(|l| l.split(' ').nth(2).unwrap().to_owned()).collect();
+    for v in &rest {
+        assert!(bodies.insert(v.get("body").and_then(Value::as_str).unwrap().to_owned()), "printed twice");
+        assert_eq!(v.get("properties").and_then(|p| p.get("color")).and_then(Value::as_str), Some("red"));
+    }
+    assert_eq!(bodies, (1..=50).map(|i| format!("line-{i}")).collect());
+
+    // Orderly, another group: every queue in offset order.
+    let o = run(&[
+        "consume",
+        "-n",
+        ns,
+        "-g",
+        "G2",
+        "-t",
+        "T",
+        "--from",
+        "first",
+        "-c",
+        "50",
+        "--orderly",
+        "-f",
+        "%q %o\\n",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = positions(&text(&o.stdout));
+    assert_eq!(p.len(), 50);
+    assert!(in_order_per_queue(&p));
+
+    // Generated load, then the group's lag.
+    let o = run(&["produce", "-n", ns, "-t", "T", "--count", "100", "--size", "10"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = run(&["group", "-n", ns, "-g", "G", "-t", "T"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("total lag: 100"), "{}", text(&o.stdout));
+    let o = run(&["route", "-n", ns, "-t", "T"]);
+    assert!(text(&o.stdout).contains("4 read / 4 write queues"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn ctrl_c_stops_with_what_was_printed_committed() {
+    let s = sim(&[("T", 2)]);
+    let ns = s.name_server().to_owned();
+    let o = run(&["produce", "-n", &ns, "-t", "T", "--count", "40"]);
+    assert!(o.status.success());
+    let mut child = bin()
+        .args(["consume", "-n", &ns, "-g", "G", "-t", "T", "--from", "first", "-f", "%q %o\\n"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.len() < 40 && Instant::now() < deadline {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push(line);
+    }
+    assert_eq!(seen.len(), 40, "all 40 printed");
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "Ctrl-C is a clean exit");
+    let committed: i64 = (0..2).filter_map(|q| s.committed_offset(0, "G", "T", q)).sum();
+    assert_eq!(committed, 40, "offsets committed on the way out");
+}
+
+/// The `lost` and `duplicates` figures of a demo summary.
+fn summary(err: &str, field: &str) -> u64 {
+    err.lines()
+        .find_map(|l| l.trim().strip_prefix(field))
+        .and_then(|v| v.trim().replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {err}"))
+}
+
+#[test]
+fn demo_runs_without_a_broker() {
+    let o = run(&["demo", "--count", "3000", "--queues", "4"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("embedded simulator"), "{err}");
+    assert_eq!(summary(&err, "lost"), 0, "{err}");
+    assert_eq!(summary(&err, "duplicates"), 0, "{err}");
+    assert!(err.contains("latency    p50"), "{err}");
+    let o = run(&["demo", "-q", "--count", "100"]);
+    assert!(o.status.success() && o.stderr.is_empty(), "quiet: {}", text(&o.stderr));
+}
+
+/// The real broker's name server, or `None` (skipped) unless RMQ_REQUIRE_BROKER=1.
+fn real_name_server() -> Option<String> {
+    match std::env::var("NAMESRV_ADDR") {
+        Ok(ns) if std::net::TcpStream::connect(&ns).is_ok() => Some(ns),
+        _ => {
+            assert!(
+                std::env::var("RMQ_REQUIRE_BROKER").as_deref() != Ok("1"),
+                "RMQ_REQUIRE_BROKER=1 but no broker"
+            );
+            eprintln!("note: no real broker (NAMESRV_ADDR); skipping");
+            None
+        }
+    }
+}
+
+#[test]
+fn against_the_real_broker() {
+    let Some(ns) = real_name_server() else { return };
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let (topic, group) = (format!("rmqcat_cli_{stamp}"), format!("rmqcat_cli_g_{stamp}"));
+    let lines: String = (1..=30).map(|i| format!("real-{i}\n")).collect();
+    let o = run_with_stdin(
+        &["produce", "-n", &ns, "-t", &topic, "--create", "4", "-T", "TagA"],
+        lines.as_bytes(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = run(&[
+        "consume",
+        "-n",
+        &ns,
+        "-g",
+        &group,
+        "-t",
+        &topic,
+        "--from",
+        "first",
+        "-c",
+        "30",
+        "-f",
+        "%q %o %s\\n",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let p = positions(&out);
+    assert_eq!(p.len(), 30);
+    assert!(in_order_per_queue(&p));
+    let bodies: BTreeSet<&str> = out.lines().map(|l| l.split(' ').nth(2).unwrap()).collect();
+    assert_eq!(bodies.len(), 30);
+    let o = run(&["route", "-n", &ns, "-t", &topic]);
+    assert!(text(&o.stdout).contains("4 read / 4 write queues"), "{}", text(&o.stdout));
+    // Without -t the broker reports every topic it holds the group's offsets for.
+    let o = run(&["group", "-n", &ns, "-g", &group]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let table = text(&o.stdout);
+    assert!(table.contains(&topic) && table.contains("total lag: 0"), "{table}");
+    let o = run(&["demo", "-n", &ns, "--count", "2000"]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(summary(&err, "lost"), 0, "{err}");
+}
