@@ -34,34 +34,9 @@ fi
 DATA=${1:-$REPO_ROOT/tests/data/allocate_java.jsonl}
 SEED=${2:-}
 
-STAMP="$OUT/.built"
-
-# Same build as scripts/java-producer.sh (same output directory, stamp and lock), so a build by
-# either script serves both; it also checks that this script's class was built.
-up_to_date() {
-  [[ -f $STAMP && -d $OUT/build/classes && -d $OUT/lib ]] || return 1
-  [[ -f $OUT/build/classes/rmqtest/AllocateGolden.class ]] || return 1
-  [[ -z $(find "$SRC/pom.xml" "$SRC/src" -newer "$STAMP" -print -quit) ]]
-}
-
-build() {
-  mkdir -p "$OUT"
-  (
-    flock -w 600 9 || { echo "[java-allocate-golden.sh] timed out waiting for $OUT/.lock" >&2; exit 1; }
-    if up_to_date; then exit 0; fi
-    echo "[java-allocate-golden.sh] building $SRC into $OUT" >&2
-    rm -rf "${OUT:?}/build" "${OUT:?}/lib" "$STAMP"
-    # maven -q still prints ANSI resets; strip them
-    "$MVN" -B -q -Dstyle.color=never -f "$SRC/pom.xml" package dependency:copy-dependencies \
-      -Drmq.buildDir="$OUT/build" -DincludeScope=runtime -DoutputDirectory="$OUT/lib" \
-      -DskipTests 2>&1 9>&- | sed -e 's/\x1b\[[0-9;]*m//g' >&2
-    [[ -f $OUT/build/classes/rmqtest/Produce.class && -f $OUT/build/classes/rmqtest/AllocateGolden.class ]] ||
-      { echo "[java-allocate-golden.sh] build failed" >&2; exit 1; }
-    touch "$STAMP"
-  ) 9>"$OUT/.lock"
-}
-
-up_to_date || build
+# shellcheck source=lib/java-helpers.sh
+source "$SCRIPT_DIR/lib/java-helpers.sh"
+java_helpers_build
 
 mkdir -p "$OUT/logs" "$(dirname "$DATA")"
 # The strategies log (INFO) when the current cid is not in cidAll; keep that out of the terminal.

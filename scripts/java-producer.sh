@@ -42,30 +42,9 @@ NAMESRV=$1 TOPIC=$2 MANIFEST=$3
 CT=$(tr '[:lower:]' '[:upper:]' <<<"${4:-ZLIB}")
 case "$CT" in ZLIB | LZ4 | ZSTD) ;; *) echo "compress type must be ZLIB, LZ4 or ZSTD, got $CT" >&2; exit 2 ;; esac
 
-STAMP="$OUT/.built"
-
-up_to_date() {
-  [[ -f $STAMP && -d $OUT/build/classes && -d $OUT/lib ]] || return 1
-  [[ -z $(find "$SRC/pom.xml" "$SRC/src" -newer "$STAMP" -print -quit) ]]
-}
-
-build() {
-  mkdir -p "$OUT"
-  (
-    flock -w 600 9 || { echo "[java-producer.sh] timed out waiting for $OUT/.lock" >&2; exit 1; }
-    if up_to_date; then exit 0; fi
-    echo "[java-producer.sh] building $SRC into $OUT" >&2
-    rm -rf "${OUT:?}/build" "${OUT:?}/lib" "$STAMP"
-    # maven -q still prints ANSI resets; strip them
-    "$MVN" -B -q -Dstyle.color=never -f "$SRC/pom.xml" package dependency:copy-dependencies \
-      -Drmq.buildDir="$OUT/build" -DincludeScope=runtime -DoutputDirectory="$OUT/lib" \
-      -DskipTests 2>&1 9>&- | sed -e 's/\x1b\[[0-9;]*m//g' >&2
-    [[ -f $OUT/build/classes/rmqtest/Produce.class ]] || { echo "[java-producer.sh] build failed" >&2; exit 1; }
-    touch "$STAMP"
-  ) 9>"$OUT/.lock"
-}
-
-up_to_date || build
+# shellcheck source=lib/java-helpers.sh
+source "$SCRIPT_DIR/lib/java-helpers.sh"
+java_helpers_build
 
 mkdir -p "$OUT/logs"
 # shellcheck disable=SC2086

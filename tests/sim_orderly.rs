@@ -317,3 +317,109 @@ fn shutdown_unlocks_after_the_final_offsets() {
         assert_eq!(sim.broker(0).lock_owner("G", &mq, sim.now()), None, "{mq:?} unlocked");
     }
 }
+
+// Found in review: paths the randomized run did not reach (batches longer than the lock, a lock
+// in doubt twice during one batch, a dead letter still on its way).
+
+/// A listener whose first batch (of consumer `who`) takes `first`, the rest `rest`.
+fn first_batch_takes(
+    seed: u64,
+    who: usize,
+    first: Duration,
+    rest: Duration,
+) -> rocketmq_push_core::sim::SimBuilder {
+    let once = std::rc::Rc::new(std::cell::Cell::new(true));
+    Sim::builder(seed).broker("broker-a", &[("T", 1)]).listener(move |i, _, _| {
+        let took = if i == who && once.replace(false) { first } else { rest };
+        Verdict { took, ..Verdict::OK }
+    })
+}
+
+#[test]
+fn a_lock_regained_during_a_long_batch_is_renewed_and_the_queue_goes_on() {
+    // The connection drops while a 45 s batch runs (lock in doubt), the lock is granted again
+    // while it still runs, and the batch ends long after that grant would have expired.
+    let mut sim = first_batch_takes(21, 0, Duration::from_secs(45), Duration::ZERO).build();
+    let a = sim.add_consumer(orderly(&sim));
+    sim.run_for(Duration::from_secs(2));
+    sim.produce("T", 10);
+    sim.run_for(Duration::from_secs(1));
+    sim.inject(Fault::ResetBroker(0));
+    sim.run_until(|s| s.all_done(), Duration::from_secs(300)).unwrap();
+    assert!(sim.consumer(a).unwrap().queue_snapshots().iter().all(|s| s.locked));
+}
+
+#[test]
+fn a_lock_expired_during_a_long_batch_is_taken_again_after_it() {
+    let mut sim = first_batch_takes(25, 0, Duration::from_secs(80), Duration::ZERO).build();
+    sim.add_consumer(orderly(&sim));
+    sim.run_for(Duration::from_secs(2));
+    sim.produce("T", 10);
+    sim.run_for(Duration::from_secs(1));
+    sim.inject(Fault::SetFaults(Faults { lose_requests: &[LOCK_BATCH_MQ], ..Faults::default() }));
+    sim.run_for(Duration::from_secs(42));
+    sim.heal();
+    sim.run_until(|s| s.all_done(), Duration::from_secs(300)).unwrap();
+}
+
+#[test]
+fn a_regained_lock_is_in_doubt_again_when_the_broker_restarts() {
+    // a's lock is put in doubt and granted again during its 10 s batch; then the broker restarts
+    // and gives the lock to b. a must not trust the lock it had.
+    let mut sim = first_batch_takes(23, 0, Duration::from_secs(10), Duration::from_secs(3)).build();
+    let only_q0 = AllocateStrategy::Config(vec![MessageQueue::new("T", "broker-a", 0)]);
+    let cfg = orderly(&sim).allocate_strategy(only_q0);
+    sim.add_consumer(cfg.clone());
+    sim.run_for(Duration::from_secs(2));
+    sim.produce("T", 50);
+    sim.add_consumer(cfg);
+    sim.run_for(Duration::from_secs(1));
+    sim.inject(Fault::ResetBroker(0));
+    sim.run_for(Duration::from_secs(2));
+    sim.inject(Fault::RestartBroker(0, Duration::ZERO));
+    sim.run_until(|s| s.all_done(), Duration::from_secs(300)).unwrap();
+}
+
+#[test]
+fn a_queue_waits_for_its_dead_letter_before_moving_on() {
+    let mut sim = Sim::builder(22)
+        .broker("broker-a", &[("T", 1)])
+        .listener(|_, batch, _| {
+            if batch.messages.iter().any(|m| &*m.body == b"msg-0") { Verdict::LATER } else { Verdict::OK }
+        })
+        .build();
+    let a = sim.add_consumer(orderly(&sim).max_reconsume_times(0));
+    sim.run_for(Duration::from_secs(2));
+    // The dead letter (CONSUMER_SEND_MSG_BACK, then its SEND_MESSAGE_V2 fallback) gets no answer.
+    sim.inject(Fault::SetFaults(Faults { lose_requests: &[36, 310], ..Faults::default() }));
+    sim.produce("T", 10);
+    sim.run_for(Duration::from_secs(3));
+    let after_poison = sim.consumed().iter().filter(|c| c.offset > 0).count();
+    assert_eq!(after_poison, 0, "nothing overtakes a message on its way to the dead-letter queue");
+    sim.inject(Fault::ResetBroker(0)); // a relock refresh meanwhile replays nothing finished
+    sim.run_for(Duration::from_secs(3));
+    sim.heal();
+    sim.run_until(|s| s.all_done(), Duration::from_secs(120)).unwrap();
+    let once = |o: i64| sim.consumed().iter().filter(|c| c.consumer == a && c.ok && c.offset == o).count();
+    assert!((1..10).all(|o| once(o) == 1), "each consumed once");
+    assert_eq!(sim.dead_lettered("G").len(), 1);
+}
+
+#[test]
+fn shutdown_keeps_the_lock_of_a_batch_that_outlives_the_deadline() {
+    // a's first batch runs 60 s; a shuts down at 3 s and gives up waiting at 33 s. Its queue
+    // must not be unlocked under that batch: b gets it only when the broker expires a's lock.
+    let mut sim = first_batch_takes(24, 0, Duration::from_secs(60), Duration::from_secs(1)).build();
+    let only_q0 = AllocateStrategy::Config(vec![MessageQueue::new("T", "broker-a", 0)]);
+    let cfg = orderly(&sim).allocate_strategy(only_q0);
+    let a = sim.add_consumer(cfg.clone());
+    sim.run_for(Duration::from_secs(2));
+    sim.produce("T", 20);
+    let b = sim.add_consumer(cfg);
+    sim.run_for(Duration::from_secs(1));
+    sim.inject(Fault::ShutdownConsumer(a));
+    sim.run_until(|s| s.consumer(a).is_some_and(|c| c.is_terminated()), Duration::from_secs(60)).unwrap();
+    sim.run_until(|s| s.all_done(), Duration::from_secs(200)).unwrap();
+    let b_first = sim.consumed().iter().filter(|c| c.consumer == b).map(|c| c.at).min().unwrap();
+    assert!(b_first > Duration::from_secs(62), "b starts after a's batch ended: {b_first:?}");
+}

@@ -1,7 +1,7 @@
-//! Randomized runs: a topology, consume mode (a third orderly), listener behaviour and fault
-//! schedule from each seed; the
-//! simulator checks the invariants after every step, and every run must end with every
-//! produced message consumed or dead-lettered once the faults heal.
+//! Randomized runs: a topology, consume mode (a third orderly), listener behaviour (failures,
+//! slow and very slow batches, poison messages) and fault schedule from each seed; the simulator
+//! checks the invariants after every step, and every run must end with every produced message
+//! consumed or dead-lettered once the faults heal.
 //!
 //! - `SIM_SEED=n` replays one seed (printing its plan);
 //! - `SIM_SEEDS=n` sets how many seeds to run (default 10 000);
@@ -17,6 +17,8 @@ use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeMode, Consum
 #[derive(Debug)]
 struct Plan {
     orderly: bool,
+    long_batches: bool,
+    poison: bool,
     brokers: usize,
     queues: i32,
     consumers: usize,
@@ -32,8 +34,13 @@ struct Plan {
 const FAULT_WINDOW: Duration = Duration::from_secs(30);
 
 fn plan(seed: u64) -> Plan {
-    // A stream of its own, so that adding orderly runs left the concurrent plans as they were.
-    let orderly = SimRng::new(seed ^ 0x0dde_4c7e).below(3) == 0;
+    // A stream of its own, so that adding these left the earlier plans as they were.
+    let mut extra = SimRng::new(seed ^ 0x0dde_4c7e);
+    let orderly = extra.below(3) == 0;
+    // Batches longer than a client lock lives (30–70 s), for 1 batch in 100.
+    let long_batches = extra.below(4) == 0;
+    // 1 message in 40 always fails: dead-lettered after maxReconsumeTimes.
+    let poison = extra.below(4) == 0;
     let mut r = SimRng::new(seed);
     let brokers = 1 + r.below(2) as usize;
     let consumers = 1 + r.below(3) as usize;
@@ -69,6 +76,8 @@ fn plan(seed: u64) -> Plan {
     }
     Plan {
         orderly,
+        long_batches,
+        poison,
         brokers,
         queues: 1 + r.below(8) as i32,
         consumers,
@@ -84,7 +93,7 @@ fn plan(seed: u64) -> Plan {
 
 fn run(seed: u64) -> Result<u64, String> {
     let p = plan(seed);
-    let (fail, slow) = (p.fail_rate, p.slow_rate);
+    let (fail, slow, long, poison) = (p.fail_rate, p.slow_rate, p.long_batches, p.poison);
     let mut b = Sim::builder(seed)
         .jitter(Duration::from_millis(3))
         .wire_roundtrip(p.wire)
@@ -94,13 +103,18 @@ fn run(seed: u64) -> Result<u64, String> {
             ..Default::default()
         })
         .listener(move |_, batch, rng| {
-            let took =
-                if rng.below(100) < slow { Duration::from_millis(rng.below(3000)) } else { Duration::ZERO };
-            let result = if batch.messages[0].reconsume_times < 2 && rng.below(100) < fail {
-                ConsumeResult::LATER
+            let took = if long && rng.below(100) == 0 {
+                Duration::from_millis(30_000 + rng.below(40_000))
+            } else if rng.below(100) < slow {
+                Duration::from_millis(rng.below(3000))
             } else {
-                ConsumeResult::SUCCESS
+                Duration::ZERO
             };
+            let poisoned =
+                |m: &rocketmq_push_core::MessageExt| m.msg_id().bytes().map(u64::from).sum::<u64>() % 40 == 0;
+            let failing = (poison && batch.messages.iter().any(poisoned))
+                || (batch.messages[0].reconsume_times < 2 && rng.below(100) < fail);
+            let result = if failing { ConsumeResult::LATER } else { ConsumeResult::SUCCESS };
             Verdict { result, took }
         });
     for i in 0..p.brokers {

@@ -217,10 +217,16 @@ impl Consumer {
 
     fn finish_send_back(&mut self, id: u64) {
         let Some(sb) = self.send_backs.remove(&id) else { return };
+        let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
         if let Some(q) = self.queues.get_mut(sb.key) {
-            q.pq.remove(sb.offset);
+            if q.pq.remove(sb.offset) && orderly {
+                q.dead_letters = q.dead_letters.saturating_sub(1);
+            }
         }
         self.update_commit(sb.key);
+        if orderly {
+            self.after_orderly_batch(sb.key);
+        }
     }
 
     /// The fallback (`sendMessageBackAsNormalMessage`): a copy to `%RETRY%group` with

@@ -14,7 +14,11 @@
 //!   the broker's and ours, so nothing this client finished is replayed).
 //! - A released queue is persisted and, once the broker confirmed the update, unlocked — never
 //!   before the offset landed (Java sends both oneway and delays the unlock 20 s to paper over
-//!   the race). `orderly.rs` makes sure no batch is running by then.
+//!   the race). `orderly.rs` makes sure no batch is running by then. At shutdown, a queue whose
+//!   batch outlived the deadline is not unlocked at all (Java unlocks it under the batch): its
+//!   lock lapses on the broker instead.
+//! - A queue whose lock was granted again while its batch ran is renewed like any held lock and
+//!   put in doubt like one; if the grant expired by the time the batch answers, it is locked anew.
 //!
 //! A client can only bound, not exclude, overlap with another owner: a batch that runs longer
 //! than the broker's lock lifetime (60 s) minus ours (30 s), or across a broker restart, may
@@ -81,7 +85,7 @@ impl Consumer {
         let mut by_broker: BTreeMap<Arc<str>, (Vec<QueueKey>, Vec<MessageQueue>)> = BTreeMap::new();
         for &key in keys {
             let Some(q) = self.queues.get(key) else { continue };
-            if self.unlocking.contains(&q.mq) {
+            if self.unlocking.contains_key(&q.mq) {
                 continue;
             }
             let e = by_broker.entry(q.mq.broker_name.clone()).or_default();
@@ -117,7 +121,10 @@ impl Consumer {
             .queues
             .all_keys()
             .into_iter()
-            .filter(|k| self.queues.get(*k).is_some_and(|q| q.phase != Phase::Locking))
+            // A `Locking` queue granted again while its batch runs holds a lock to renew too.
+            .filter(|k| {
+                self.queues.get(*k).is_some_and(|q| q.phase != Phase::Locking || q.locked_at.is_some())
+            })
             .collect();
         self.lock_queues(&keys);
     }
@@ -172,8 +179,12 @@ impl Consumer {
         }
         // Granted queues we no longer hold (released while the request was out) go back at
         // once, or the next owner would wait for the broker's lock to expire.
-        let stray: Vec<MessageQueue> =
-            granted.into_iter().filter(|mq| self.queues.key_of(mq).is_none()).collect();
+        // A queue whose release is persisting is unlocked after its offset lands, not here.
+        let stray: Vec<MessageQueue> = granted
+            .into_iter()
+            .filter(|mq| self.queues.key_of(mq).is_none())
+            .filter(|mq| !self.release_unlocks.values().any(|(r, _)| r == mq))
+            .collect();
         if !stray.is_empty() && self.state == RunState::Running {
             self.unlock(stray, false);
         }
@@ -252,7 +263,9 @@ impl Consumer {
         for key in self.queues.all_keys() {
             let Some(q) = self.queues.get(key) else { continue };
             let on_peer = self.master_addr(&q.mq.broker_name).as_ref() == Some(peer);
-            if on_peer && matches!(q.phase, Phase::ComputingOffset | Phase::Pulling) {
+            let held = matches!(q.phase, Phase::ComputingOffset | Phase::Pulling)
+                || (q.phase == Phase::Locking && q.locked_at.is_some());
+            if on_peer && held {
                 self.lose_lock(key);
             }
         }
@@ -273,35 +286,43 @@ impl Consumer {
             q.last_pull_ms = old.last_pull_ms;
             q.last_consume_ms = old.last_consume_ms;
         }
-        if let Some(mq) = self.release_unlocks.remove(&key) {
-            self.release_unlocks.insert(new, mq);
-        }
         self.compute_start_offset(new);
     }
 
     /// A `Releasing` queue was assigned to us again before its batch ended: keep it, and lock
     /// it afresh (what it holds is refreshed once the batch answers).
     pub(super) fn keep_releasing_queue(&mut self, key: QueueKey) {
+        let locks = self.uses_locks();
         let Some(q) = self.queues.get_mut(key) else { return };
-        q.phase = Phase::Locking;
-        self.lock_queues(&[key]);
+        if locks {
+            q.phase = Phase::Locking;
+            self.lock_queues(&[key]);
+        } else {
+            q.phase = Phase::Pulling;
+            self.try_pull(key);
+        }
     }
 
     /// Release with locks: persist, and unlock once the broker confirmed the offset.
     pub(super) fn release_locked(&mut self, key: QueueKey) {
         let Some(q) = self.queues.get(key) else { return };
-        let mq = q.mq.clone();
+        let (mq, offset) = (q.mq.clone(), q.offset.value());
         if self.persist_queue(key, Persist::Release) {
-            self.release_unlocks.insert(key, mq);
+            self.release_unlocks.insert(key, (mq, offset));
         } else {
             self.unlock(vec![mq], false);
         }
     }
 
-    /// The release's offset update answered (or failed: unlocking anyway costs the next owner
-    /// duplicates; not unlocking would stall it until the broker's lock expires).
-    pub(super) fn unlock_after_persist(&mut self, key: QueueKey) {
-        let Some(mq) = self.release_unlocks.remove(&key) else { return };
+    /// An offset update of `key` for `offset` answered. Once one at or past the release's offset
+    /// did (or failed: unlocking anyway costs the next owner duplicates, not unlocking would
+    /// stall it until the broker's lock expires), the released queue is unlocked.
+    pub(super) fn unlock_after_persist(&mut self, key: QueueKey, offset: i64) {
+        let Some((mq, wanted)) = self.release_unlocks.get(&key).cloned() else { return };
+        if offset < wanted {
+            return;
+        }
+        self.release_unlocks.remove(&key);
         // Taken back meanwhile: it is ours again, keep the lock.
         if self.queues.key_of(&mq).is_none() {
             self.unlock(vec![mq], false);
@@ -317,7 +338,9 @@ impl Consumer {
         }
         for (broker, mqs) in by_broker {
             let Some(peer) = self.master_addr(&broker) else { continue };
-            self.unlocking.extend(mqs.iter().cloned());
+            for mq in &mqs {
+                *self.unlocking.entry(mq.clone()).or_default() += 1;
+            }
             let body = LockBatchRequestBody {
                 consumer_group: self.group.clone(),
                 client_id: self.cfg.client_id.as_str().to_owned(),
@@ -342,7 +365,12 @@ impl Consumer {
         }
         let mut relock = Vec::new();
         for mq in mqs {
-            self.unlocking.remove(mq);
+            if let Some(n) = self.unlocking.get_mut(mq) {
+                *n -= 1;
+                if *n == 0 {
+                    self.unlocking.remove(mq);
+                }
+            }
             if let Some(key) = self.queues.key_of(mq) {
                 if self.queues.get(key).is_some_and(|q| q.phase == Phase::Locking) {
                     relock.push(key);
@@ -354,12 +382,21 @@ impl Consumer {
         }
     }
 
-    /// Shutdown, after the final offsets landed: give every lock back.
+    /// Shutdown, after the final offsets landed: give every lock back — except those of queues
+    /// whose batch outlived the shutdown deadline: user code still runs there, so the lock stays
+    /// until the broker expires it.
     pub(super) fn unlock_all(&mut self) {
         if !self.uses_locks() {
             return;
         }
-        let mqs: Vec<MessageQueue> = self.queues.keys().cloned().collect();
+        let mqs: Vec<MessageQueue> = self
+            .queues
+            .all_keys()
+            .into_iter()
+            .filter_map(|k| self.queues.get(k))
+            .filter(|q| q.consuming.is_none())
+            .map(|q| q.mq.clone())
+            .collect();
         if !mqs.is_empty() {
             self.unlock(mqs, true);
         }

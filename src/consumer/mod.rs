@@ -119,10 +119,11 @@ pub struct Consumer {
     shutdown_outstanding: usize,
     stats: Stats,
     // orderly locks
-    /// Queues with an UNLOCK_BATCH_MQ in flight (not locked again until it answers).
-    unlocking: BTreeSet<MessageQueue>,
-    /// Released queues whose unlock waits for their final offset update.
-    release_unlocks: HashMap<crate::timer::QueueKey, MessageQueue>,
+    /// Queues with UNLOCK_BATCH_MQ requests in flight, and how many (not locked again until
+    /// they answer).
+    unlocking: BTreeMap<MessageQueue, u32>,
+    /// Released queues whose unlock waits for their final offset update (the offset sent).
+    release_unlocks: HashMap<crate::timer::QueueKey, (MessageQueue, i64)>,
 }
 
 impl Consumer {
@@ -173,7 +174,7 @@ impl Consumer {
             next_job: 1,
             shutdown_outstanding: 0,
             stats: Stats::default(),
-            unlocking: BTreeSet::new(),
+            unlocking: BTreeMap::new(),
             release_unlocks: HashMap::new(),
             cfg: config,
         };

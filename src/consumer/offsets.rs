@@ -5,6 +5,7 @@
 use super::Consumer;
 use super::requests::{Failure, PendingKind};
 use crate::event::{Action, PeerAddr, Request};
+use crate::message::MessageQueue;
 use crate::protocol::body::MessageModel;
 use crate::protocol::header::UpdateConsumerOffsetRequestHeader;
 use crate::protocol::{RemotingCommand, ResponseCode};
@@ -49,15 +50,9 @@ impl Consumer {
             return false;
         }
         if why == Persist::Release {
-            let header = UpdateConsumerOffsetRequestHeader {
-                consumer_group: self.group.clone(),
-                topic: q.mq.topic.to_string(),
-                queue_id: q.mq.queue_id,
-                commit_offset: offset,
-                bname: Some(q.mq.broker_name.to_string()),
-            };
-            let broker = q.mq.broker_name.clone();
-            let Some(peer) = self.master_addr(&broker) else { return false };
+            let mq = q.mq.clone();
+            let header = self.update_offset_header(&mq, offset);
+            let Some(peer) = self.master_addr(&mq.broker_name) else { return false };
             let kind = PendingKind::UpdateOffset { key, offset, shutdown: false };
             let timeout = self.cfg.offset_rpc_timeout;
             self.send_to_broker(peer, Request::UpdateConsumerOffset(header), kind, timeout);
@@ -74,6 +69,16 @@ impl Consumer {
         true
     }
 
+    fn update_offset_header(&self, mq: &MessageQueue, offset: i64) -> UpdateConsumerOffsetRequestHeader {
+        UpdateConsumerOffsetRequestHeader {
+            consumer_group: self.group.clone(),
+            topic: mq.topic.to_string(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+            bname: Some(mq.broker_name.to_string()),
+        }
+    }
+
     /// Send the current offset of `key` now (the broker is registered).
     pub(super) fn send_persist(&mut self, key: QueueKey, shutdown: bool) {
         let Some(q) = self.queues.get(key) else {
@@ -81,13 +86,7 @@ impl Consumer {
             return self.persist_failed(key, shutdown);
         };
         let offset = q.offset.value();
-        let header = UpdateConsumerOffsetRequestHeader {
-            consumer_group: self.group.clone(),
-            topic: q.mq.topic.to_string(),
-            queue_id: q.mq.queue_id,
-            commit_offset: offset,
-            bname: Some(q.mq.broker_name.to_string()),
-        };
+        let header = self.update_offset_header(&q.mq, offset);
         let Some(peer) = self.master_addr(&q.mq.broker_name) else {
             return self.persist_failed(key, shutdown);
         };
@@ -143,6 +142,6 @@ impl Consumer {
         if shutdown {
             self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
         }
-        self.unlock_after_persist(key);
+        self.unlock_after_persist(key, offset);
     }
 }

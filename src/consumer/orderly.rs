@@ -50,7 +50,7 @@ impl Consumer {
             return;
         }
         let Some(q) = self.queues.get(key) else { return };
-        if q.phase != Phase::Pulling || q.consuming.is_some() || q.suspended {
+        if q.phase != Phase::Pulling || q.consuming.is_some() || q.suspended || q.dead_letters > 0 {
             return;
         }
         let ready = q.pq.ready(self.cfg.consume_message_batch_max_size);
@@ -116,9 +116,11 @@ impl Consumer {
         }
         let dropped = if clustering {
             for &o in &give_up {
-                // Held (pinning the commit) until the broker has it in the dead-letter queue.
+                // Held (pinning the commit, holding the queue) until the broker has it in the
+                // dead-letter queue.
                 if let Some(e) = q.pq.get_mut(o) {
                     e.state = EntryState::InFlight;
+                    q.dead_letters += 1;
                 }
             }
             0
@@ -144,13 +146,21 @@ impl Consumer {
         }
     }
 
-    /// After a batch answered: finish a release, refresh a regained lock, or go on.
-    fn after_orderly_batch(&mut self, key: QueueKey) {
+    /// After a batch answered (or a dead letter landed): finish a release, refresh a regained
+    /// lock, lock again, or go on.
+    pub(super) fn after_orderly_batch(&mut self, key: QueueKey) {
         let valid = self.lock_valid(key);
         let Some(q) = self.queues.get(key) else { return };
+        if q.consuming.is_some() {
+            return;
+        }
         match q.phase {
-            Phase::Releasing => self.release_queue(key),
+            // Released once nothing of it is with user code or on its way to the DLQ.
+            Phase::Releasing if q.dead_letters == 0 => self.release_queue(key),
+            Phase::Releasing => {}
             Phase::Locking if valid => self.refresh_after_lock(key),
+            // Granted again while the batch ran, and expired since: lock anew.
+            Phase::Locking if q.locked_at.is_some() => self.lose_lock(key),
             Phase::Pulling => {
                 self.orderly_next(key);
                 self.try_pull(key);
@@ -170,7 +180,7 @@ impl Consumer {
     /// meanwhile, its lock kept); otherwise the queue goes now.
     pub(super) fn revoke_queue(&mut self, key: QueueKey) {
         let Some(q) = self.queues.get_mut(key) else { return };
-        if q.consuming.is_some() {
+        if q.consuming.is_some() || q.dead_letters > 0 {
             q.phase = Phase::Releasing;
             for t in
                 [Timer::Pull(key), Timer::ComputeOffset(key), Timer::Lock(key), Timer::OrderlyResume(key)]

@@ -47,6 +47,9 @@ pub(super) struct QueueState {
     pub(super) suspended: bool,
     /// Orderly: consecutive failed lock attempts (back-off).
     pub(super) lock_failures: u32,
+    /// Orderly: messages given up on, on their way to the dead-letter queue. The queue waits for
+    /// them, as Java's synchronous send does: nothing after a message overtakes it.
+    pub(super) dead_letters: u32,
 }
 
 impl QueueState {
@@ -67,6 +70,7 @@ impl QueueState {
             consuming: None,
             suspended: false,
             lock_failures: 0,
+            dead_letters: 0,
         }
     }
 }

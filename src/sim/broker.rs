@@ -252,7 +252,8 @@ fn header_error(req: &RemotingCommand, e: &HeaderError) -> RemotingCommand {
         .with_remark(format!("org.apache.rocketmq.remoting.exception.RemotingCommandException: {what}"))
 }
 
-fn reply(req: &RemotingCommand, code: ResponseCode) -> RemotingCommand {
+/// An answer to `req` as a Java server builds it (the name server answers the same way).
+pub(super) fn reply(req: &RemotingCommand, code: ResponseCode) -> RemotingCommand {
     RemotingCommand {
         code: code as i32,
         language: LanguageCode::JAVA,

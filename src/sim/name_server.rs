@@ -6,14 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use super::broker::BROKER_VERSION;
-use super::broker::SimBroker;
+use super::broker::{SimBroker, reply};
 use crate::protocol::body::{BrokerData, TopicRouteData};
 use crate::protocol::header::GetRouteInfoRequestHeader;
-use crate::protocol::{
-    ExtFields, FLAG_RESPONSE, JsonBody, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
-    SerializeType,
-};
+use crate::protocol::{JsonBody, RemotingCommand, RequestCode, ResponseCode};
 
 /// `MQVersion.V4_9_4`: from this client version on, routes are standard JSON.
 const V4_9_4: i32 = 401;
@@ -22,20 +18,6 @@ const V4_9_4: i32 = 401;
 #[derive(Clone, Debug)]
 pub struct SimNameServer {
     addr: String,
-}
-
-fn reply(req: &RemotingCommand, code: ResponseCode) -> RemotingCommand {
-    RemotingCommand {
-        code: code as i32,
-        language: LanguageCode::JAVA,
-        version: BROKER_VERSION,
-        opaque: req.opaque,
-        flag: FLAG_RESPONSE,
-        remark: None,
-        ext_fields: ExtFields::new(),
-        body: bytes::Bytes::new(),
-        serialize_type: SerializeType::Json,
-    }
 }
 
 impl SimNameServer {
@@ -120,6 +102,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::protocol::LanguageCode;
     use crate::sim::broker::SimBrokerConfig;
 
     #[allow(clippy::disallowed_methods)] // tests pick an arbitrary origin

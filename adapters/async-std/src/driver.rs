@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_lite::future;
 use rocketmq_push_core::{BatchId, Command, ConsumeResult, IoCommand, LinkId};
-use rocketmq_push_io::{Prepared, log_event};
+use rocketmq_push_io::Prepared;
 
 use crate::Listener;
 use crate::conn::{self, Writer};
@@ -33,7 +33,7 @@ pub(crate) async fn run(
     let pool = Pool::start(listener, p.consume_threads, tx.clone());
     let mut writers: HashMap<LinkId, Writer> = HashMap::new();
     'run: loop {
-        while let Some(cmd) = p.driver.poll(Instant::now()) {
+        while let Some(cmd) = p.next(Instant::now()) {
             match cmd {
                 IoCommand::Connect { link, peer } => conn::connect(link, peer, tx.clone()),
                 IoCommand::Write { link, bytes } => {
@@ -45,20 +45,6 @@ pub(crate) async fn run(
                     writers.remove(&link);
                 }
                 IoCommand::Run(batch) => pool.submit(batch),
-                IoCommand::PersistLocalOffsets(offsets) => {
-                    // A small file every few seconds: written in place.
-                    if let Some(f) = &p.offset_file {
-                        if let Err(e) = f.store(&offsets) {
-                            tracing::error!(path = %f.path().display(), error = %e, "cannot store local offsets");
-                        }
-                    }
-                }
-                IoCommand::Event(e) => {
-                    log_event(&e);
-                    if let Some(hook) = &p.on_event {
-                        hook(&e);
-                    }
-                }
                 IoCommand::Terminated => break 'run,
                 _ => {}
             }
@@ -83,17 +69,8 @@ pub(crate) async fn run(
                 writers.remove(&link);
                 p.driver.closed(link, now);
             }
-            Some(Some(Msg::Done { batch, result, panic })) => {
-                if let Some(why) = panic {
-                    tracing::error!(%batch, %why, "listener panicked: reconsume later");
-                }
-                let _ = p.driver.consume_result(batch, result, now);
-            }
-            Some(Some(Msg::Command(c))) => {
-                if let Err(e) = p.driver.command(c, now) {
-                    tracing::warn!(error = %e, "command refused");
-                }
-            }
+            Some(Some(Msg::Done { batch, result, panic })) => p.consume_done(batch, result, panic, now),
+            Some(Some(Msg::Command(c))) => p.command(c, now),
         }
     }
     let _ = done.send(()).await;

@@ -31,7 +31,6 @@ mod pool;
 mod runtime;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 pub use rocketmq_push_core::{
@@ -39,15 +38,13 @@ pub use rocketmq_push_core::{
     MessageQueue, Messages,
 };
 pub use rocketmq_push_io::StartError;
-use rocketmq_push_io::{ConsumerOptions, SyncListener, forward_options};
+use rocketmq_push_io::{AsyncListener, ConsumerOptions, SyncListener, forward_options};
 
 use driver::Msg;
 
-type BoxFuture = Pin<Box<dyn Future<Output = ConsumeResult> + Send>>;
-
 #[derive(Clone)]
 pub(crate) enum Listener {
-    Async(Arc<dyn Fn(Messages, ConsumeContext) -> BoxFuture + Send + Sync>),
+    Async(AsyncListener),
     Blocking(SyncListener),
 }
 
@@ -69,10 +66,7 @@ impl Builder {
         Fut: Future<Output = R> + Send + 'static,
         R: Into<ConsumeResult>,
     {
-        self.listener = Some(Listener::Async(Arc::new(move |m, c| {
-            let fut = f(m, c);
-            Box::pin(async move { fut.await.into() })
-        })));
+        self.listener = Some(Listener::Async(rocketmq_push_io::async_listener(f)));
         self
     }
 
@@ -128,34 +122,16 @@ impl PushConsumer {
         Builder { options: ConsumerOptions::new(group), listener: None }
     }
 
-    fn send(&self, c: Command) {
+    fn command(&self, c: Command) {
         let _ = self.tx.try_send(Msg::Command(c));
     }
 
-    /// Stop pulling until [`PushConsumer::resume`]; in-flight batches finish.
-    pub fn suspend(&self) {
-        self.send(Command::Suspend);
-    }
-
-    /// Resume pulling.
-    pub fn resume(&self) {
-        self.send(Command::Resume);
-    }
-
-    /// Add or change a TAG subscription.
-    pub fn subscribe(&self, topic: impl Into<String>, expression: impl Into<String>) {
-        self.send(Command::Subscribe { topic: topic.into(), expression: expression.into() });
-    }
-
-    /// Drop a subscription (its queues are persisted and released).
-    pub fn unsubscribe(&self, topic: impl Into<String>) {
-        self.send(Command::Unsubscribe { topic: topic.into() });
-    }
+    rocketmq_push_io::consumer_commands!();
 
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.
     pub async fn shutdown(mut self) {
-        self.send(Command::Shutdown);
+        self.command(Command::Shutdown);
         if let Some(done) = self.done.take() {
             let _ = done.recv().await;
         }
@@ -165,7 +141,7 @@ impl PushConsumer {
 impl Drop for PushConsumer {
     fn drop(&mut self) {
         if self.done.is_some() {
-            self.send(Command::Shutdown);
+            self.command(Command::Shutdown);
         }
     }
 }

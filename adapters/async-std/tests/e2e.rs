@@ -1,8 +1,8 @@
 //! The shared end-to-end suite (`rocketmq-push-e2e`) on this adapter: the async listener against
 //! the simulator over loopback TCP and the real broker; the blocking listener on the simulator.
 
-use rocketmq_push_async_std::{ConsumeStatus, MessageExt, MessageQueue, PushConsumer};
-use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all, run_bad_input};
+use rocketmq_push_async_std::PushConsumer;
+use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 
 struct AsyncStd {
     blocking: bool,
@@ -16,50 +16,20 @@ impl Running for Handle {
     }
 }
 
-fn verdict(spec: &Spec, msgs: &[MessageExt], queue: &MessageQueue) -> ConsumeStatus {
-    let mut status = ConsumeStatus::Success;
-    for m in msgs {
-        match spec.handle(m, queue) {
-            Outcome::Ok => {}
-            Outcome::Later => status = ConsumeStatus::ReconsumeLater,
-            Outcome::Panic => panic!("listener panics on purpose at offset {}", m.queue_offset),
-        }
-    }
-    status
-}
-
 impl Adapter for AsyncStd {
     fn name(&self) -> &'static str {
         if self.blocking { "async-std blocking" } else { "async-std async" }
     }
 
     fn start(&self, name_server: &str, spec: &Spec) -> Box<dyn Running> {
-        let events = spec.recorder.clone();
-        let mut b = PushConsumer::builder(spec.group.as_str())
-            .name_server(name_server)
-            .subscribe(spec.topic.as_str(), spec.expression.as_str())
-            .message_model(spec.model)
-            .consume_from_where(spec.from)
-            .configure(|c| {
-                c.max_reconsume_times(spec.max_reconsume).consume_thread_min(4).consume_thread_max(4)
-            })
-            .on_event(move |e| events.event(e));
-        if spec.orderly {
-            b = b.orderly();
-        }
-        if let Some(ts) = spec.timestamp_ms {
-            b = b.consume_timestamp_ms(ts);
-        }
-        if let Some(f) = &spec.offset_file {
-            b = b.offset_file(f);
-        }
+        let b = builder_for!(PushConsumer, name_server, spec);
         let s = spec.clone();
         let consumer = if self.blocking {
-            b.blocking_listener(move |msgs, ctx| verdict(&s, msgs, &ctx.queue)).start().unwrap()
+            b.blocking_listener(move |msgs, ctx| s.verdict(msgs, &ctx.queue)).start().unwrap()
         } else {
             b.listener(move |msgs, ctx| {
                 let s = s.clone();
-                async move { verdict(&s, &msgs, &ctx.queue) }
+                async move { s.verdict(&msgs, &ctx.queue) }
             })
             .start()
             .unwrap()

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use rocketmq_push_core::{BatchId, Command, ConsumeResult, IoCommand, LinkId};
-use rocketmq_push_io::{Prepared, log_event};
+use rocketmq_push_io::Prepared;
 
 use crate::Listener;
 use crate::conn::{self, Writer};
@@ -37,7 +37,7 @@ pub(crate) fn spawn(
 fn run(mut p: Prepared, pool: &Pool, tx: &Sender<Msg>, rx: &Receiver<Msg>) {
     let mut writers: HashMap<LinkId, Writer> = HashMap::new();
     loop {
-        while let Some(cmd) = p.driver.poll(Instant::now()) {
+        while let Some(cmd) = p.next(Instant::now()) {
             match cmd {
                 IoCommand::Connect { link, peer } => conn::connect(link, peer, tx.clone()),
                 IoCommand::Write { link, bytes } => {
@@ -49,19 +49,6 @@ fn run(mut p: Prepared, pool: &Pool, tx: &Sender<Msg>, rx: &Receiver<Msg>) {
                     writers.remove(&link);
                 }
                 IoCommand::Run(batch) => pool.submit(batch),
-                IoCommand::PersistLocalOffsets(offsets) => {
-                    if let Some(f) = &p.offset_file {
-                        if let Err(e) = f.store(&offsets) {
-                            tracing::error!(path = %f.path().display(), error = %e, "cannot store local offsets");
-                        }
-                    }
-                }
-                IoCommand::Event(e) => {
-                    log_event(&e);
-                    if let Some(hook) = &p.on_event {
-                        hook(&e);
-                    }
-                }
                 IoCommand::Terminated => return,
                 _ => {}
             }
@@ -93,17 +80,8 @@ fn run(mut p: Prepared, pool: &Pool, tx: &Sender<Msg>, rx: &Receiver<Msg>) {
                 writers.remove(&link);
                 p.driver.closed(link, now);
             }
-            Some(Msg::Done { batch, result, panic }) => {
-                if let Some(why) = panic {
-                    tracing::error!(%batch, %why, "listener panicked: reconsume later");
-                }
-                let _ = p.driver.consume_result(batch, result, now);
-            }
-            Some(Msg::Command(c)) => {
-                if let Err(e) = p.driver.command(c, now) {
-                    tracing::warn!(error = %e, "command refused");
-                }
-            }
+            Some(Msg::Done { batch, result, panic }) => p.consume_done(batch, result, panic, now),
+            Some(Msg::Command(c)) => p.command(c, now),
         }
     }
 }

@@ -103,27 +103,11 @@ impl PushConsumer {
         Builder { options: ConsumerOptions::new(group), listener: None }
     }
 
-    /// Stop pulling until [`PushConsumer::resume`]; in-flight batches finish.
-    pub fn suspend(&self) {
-        let _ = self.tx.send(Msg::Command(Command::Suspend));
+    fn command(&self, c: Command) {
+        let _ = self.tx.send(Msg::Command(c));
     }
 
-    /// Resume pulling.
-    pub fn resume(&self) {
-        let _ = self.tx.send(Msg::Command(Command::Resume));
-    }
-
-    /// Add or change a TAG subscription.
-    pub fn subscribe(&self, topic: impl Into<String>, expression: impl Into<String>) {
-        let _ = self
-            .tx
-            .send(Msg::Command(Command::Subscribe { topic: topic.into(), expression: expression.into() }));
-    }
-
-    /// Drop a subscription (its queues are persisted and released).
-    pub fn unsubscribe(&self, topic: impl Into<String>) {
-        let _ = self.tx.send(Msg::Command(Command::Unsubscribe { topic: topic.into() }));
-    }
+    rocketmq_push_io::consumer_commands!();
 
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.

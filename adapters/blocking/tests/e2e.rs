@@ -2,7 +2,7 @@
 //! loopback TCP, and against the real broker when one is running.
 
 use rocketmq_push_blocking::{ConsumeStatus, PushConsumer};
-use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all, run_bad_input};
+use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 
 struct Blocking;
 
@@ -21,36 +21,8 @@ impl Adapter for Blocking {
 
     fn start(&self, name_server: &str, spec: &Spec) -> Box<dyn Running> {
         let s = spec.clone();
-        let events = spec.recorder.clone();
-        let mut b = PushConsumer::builder(spec.group.as_str())
-            .name_server(name_server)
-            .subscribe(spec.topic.as_str(), spec.expression.as_str())
-            .message_model(spec.model)
-            .consume_from_where(spec.from)
-            .configure(|c| {
-                c.max_reconsume_times(spec.max_reconsume).consume_thread_min(4).consume_thread_max(4)
-            })
-            .on_event(move |e| events.event(e))
-            .listener(move |msgs, ctx| {
-                let mut status = ConsumeStatus::Success;
-                for m in msgs {
-                    match s.handle(m, &ctx.queue) {
-                        Outcome::Ok => {}
-                        Outcome::Later => status = ConsumeStatus::ReconsumeLater,
-                        Outcome::Panic => panic!("listener panics on purpose at offset {}", m.queue_offset),
-                    }
-                }
-                status
-            });
-        if spec.orderly {
-            b = b.orderly();
-        }
-        if let Some(ts) = spec.timestamp_ms {
-            b = b.consume_timestamp_ms(ts);
-        }
-        if let Some(f) = &spec.offset_file {
-            b = b.offset_file(f);
-        }
+        let b = builder_for!(PushConsumer, name_server, spec)
+            .listener(move |msgs, ctx| s.verdict(msgs, &ctx.queue));
         Box::new(Handle(b.start().expect("consumer starts")))
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
 use rocketmq_push_core::sim::SimBrokerConfig;
-use rocketmq_push_core::{ConsumeFromWhere, Event, MessageModel};
+use rocketmq_push_core::{ConsumeFromWhere, ConsumeStatus, Event, MessageModel};
 use rocketmq_push_io::sim_server::SimServer;
 use rocketmq_push_io::{Client, Producer};
 
@@ -107,6 +107,49 @@ impl Spec {
         self.recorder.record(m, queue);
         (self.decide)(m)
     }
+
+    /// A listener's answer for a batch: every message handled; RECONSUME_LATER if any says
+    /// `Later`; a panic where one says `Panic`.
+    pub fn verdict(&self, msgs: &[MessageExt], queue: &MessageQueue) -> ConsumeStatus {
+        let mut status = ConsumeStatus::Success;
+        for m in msgs {
+            match self.handle(m, queue) {
+                Outcome::Ok => {}
+                Outcome::Later => status = ConsumeStatus::ReconsumeLater,
+                Outcome::Panic => panic!("listener panics on purpose at offset {}", m.queue_offset),
+            }
+        }
+        status
+    }
+}
+
+/// An adapter's builder set up as `spec` says (every adapter's builder has the same setters),
+/// listener not yet chosen.
+#[macro_export]
+macro_rules! builder_for {
+    ($consumer:ty, $name_server:expr, $spec:expr) => {{
+        let spec: &$crate::Spec = $spec;
+        let events = spec.recorder.clone();
+        let mut b = <$consumer>::builder(spec.group.as_str())
+            .name_server($name_server)
+            .subscribe(spec.topic.as_str(), spec.expression.as_str())
+            .message_model(spec.model)
+            .consume_from_where(spec.from)
+            .configure(|c| {
+                c.max_reconsume_times(spec.max_reconsume).consume_thread_min(4).consume_thread_max(4)
+            })
+            .on_event(move |e| events.event(e));
+        if spec.orderly {
+            b = b.orderly();
+        }
+        if let Some(ts) = spec.timestamp_ms {
+            b = b.consume_timestamp_ms(ts);
+        }
+        if let Some(f) = &spec.offset_file {
+            b = b.offset_file(f);
+        }
+        b
+    }};
 }
 
 /// A running consumer.

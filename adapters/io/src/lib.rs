@@ -24,7 +24,7 @@ pub mod sim_server;
 
 pub use client::{Client, ClientError, Producer};
 pub use client_id::{client_id, stable_client_id};
-pub use listener::{SyncListener, guarded};
+pub use listener::{AsyncListener, BoxFuture, SyncListener, async_listener, guarded};
 pub use log::log_event;
 pub use offset_file::OffsetFile;
 pub use options::{__core, ConsumerOptions, EventHook, Prepared, StartError};

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::{
-    ClientId, ConfigError, ConsumeFromWhere, ConsumeMode, Consumer, ConsumerConfig, ConsumerConfigBuilder,
-    Driver, Event, MessageModel,
+    BatchId, ClientId, Command, ConfigError, ConsumeFromWhere, ConsumeMode, ConsumeResult, Consumer,
+    ConsumerConfig, ConsumerConfigBuilder, Driver, Event, IoCommand, MessageModel,
 };
 
-use crate::{OffsetFile, client_id, stable_client_id};
+use crate::{OffsetFile, client_id, log_event, stable_client_id};
 
 /// Called with every event (after it is logged).
 pub type EventHook = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -75,6 +75,57 @@ pub struct Prepared {
     pub on_event: Option<EventHook>,
     /// Listener concurrency (`consumeThreadMin`).
     pub consume_threads: usize,
+}
+
+impl Prepared {
+    /// The next command the adapter must carry out itself: connect, write, close, run a batch,
+    /// terminated. The rest is the same for every adapter and done here: local offsets go to the
+    /// offset file, events to the log and the application's hook.
+    pub fn next(&mut self, now: Instant) -> Option<IoCommand> {
+        while let Some(cmd) = self.driver.poll(now) {
+            match cmd {
+                IoCommand::PersistLocalOffsets(offsets) => {
+                    if let Some(f) = &self.offset_file {
+                        if let Err(e) = f.store(&offsets) {
+                            tracing::error!(path = %f.path().display(), error = %e, "cannot store local offsets");
+                        }
+                    }
+                }
+                IoCommand::Event(e) => {
+                    log_event(&e);
+                    if let Some(hook) = &self.on_event {
+                        hook(&e);
+                    }
+                }
+                other => return Some(other),
+            }
+        }
+        None
+    }
+
+    /// A listener finished `batch`; `panic` is the message of a panic already turned into
+    /// RECONSUME_LATER.
+    pub fn consume_done(
+        &mut self,
+        batch: BatchId,
+        result: ConsumeResult,
+        panic: Option<String>,
+        now: Instant,
+    ) {
+        if let Some(why) = panic {
+            tracing::error!(%batch, %why, "listener panicked: reconsume later");
+        }
+        if let Err(e) = self.driver.consume_result(batch, result, now) {
+            tracing::warn!(%batch, error = %e, "consume result refused");
+        }
+    }
+
+    /// An application command (suspend, resume, subscribe, shutdown, …); a refusal is logged.
+    pub fn command(&mut self, c: Command, now: Instant) {
+        if let Err(e) = self.driver.command(c, now) {
+            tracing::warn!(error = %e, "command refused");
+        }
+    }
 }
 
 impl ConsumerOptions {
@@ -249,6 +300,33 @@ macro_rules! forward_options {
         pub fn orderly(mut self) -> Self {
             self.options = self.options.orderly();
             self
+        }
+    };
+}
+
+/// The commands of a running consumer, for an adapter's `PushConsumer` that has a private
+/// `fn command(&self, c: Command)` sending them to its driver.
+#[macro_export]
+macro_rules! consumer_commands {
+    () => {
+        /// Stop pulling until `resume`; in-flight batches finish.
+        pub fn suspend(&self) {
+            self.command($crate::__core::Command::Suspend);
+        }
+        /// Resume pulling.
+        pub fn resume(&self) {
+            self.command($crate::__core::Command::Resume);
+        }
+        /// Add or change a TAG subscription.
+        pub fn subscribe(&self, topic: impl Into<String>, expression: impl Into<String>) {
+            self.command($crate::__core::Command::Subscribe {
+                topic: topic.into(),
+                expression: expression.into(),
+            });
+        }
+        /// Drop a subscription (its queues are persisted and released).
+        pub fn unsubscribe(&self, topic: impl Into<String>) {
+            self.command($crate::__core::Command::Unsubscribe { topic: topic.into() });
         }
     };
 }

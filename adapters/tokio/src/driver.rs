@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rocketmq_push_core::{BatchId, Command, ConsumeResult, IoCommand, LinkId};
-use rocketmq_push_io::{Prepared, log_event};
+use rocketmq_push_io::Prepared;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
@@ -36,7 +36,7 @@ pub(crate) async fn run(
     let sleep = tokio::time::sleep_until(far());
     tokio::pin!(sleep);
     'run: loop {
-        while let Some(cmd) = p.driver.poll(Instant::now()) {
+        while let Some(cmd) = p.next(Instant::now()) {
             match cmd {
                 IoCommand::Connect { link, peer } => conn::connect(link, peer, tx.clone()),
                 IoCommand::Write { link, bytes } => {
@@ -48,20 +48,6 @@ pub(crate) async fn run(
                     writers.remove(&link);
                 }
                 IoCommand::Run(batch) => pool.submit(batch),
-                IoCommand::PersistLocalOffsets(offsets) => {
-                    // A small file every few seconds: written in place.
-                    if let Some(f) = &p.offset_file {
-                        if let Err(e) = f.store(&offsets) {
-                            tracing::error!(path = %f.path().display(), error = %e, "cannot store local offsets");
-                        }
-                    }
-                }
-                IoCommand::Event(e) => {
-                    log_event(&e);
-                    if let Some(hook) = &p.on_event {
-                        hook(&e);
-                    }
-                }
                 IoCommand::Terminated => break 'run,
                 _ => {}
             }
@@ -84,17 +70,8 @@ pub(crate) async fn run(
                         writers.remove(&link);
                         p.driver.closed(link, now);
                     }
-                    Some(Msg::Done { batch, result, panic }) => {
-                        if let Some(why) = panic {
-                            tracing::error!(%batch, %why, "listener panicked: reconsume later");
-                        }
-                        let _ = p.driver.consume_result(batch, result, now);
-                    }
-                    Some(Msg::Command(c)) => {
-                        if let Err(e) = p.driver.command(c, now) {
-                            tracing::warn!(error = %e, "command refused");
-                        }
-                    }
+                    Some(Msg::Done { batch, result, panic }) => p.consume_done(batch, result, panic, now),
+                    Some(Msg::Command(c)) => p.command(c, now),
                     None => break 'run,
                 }
             }

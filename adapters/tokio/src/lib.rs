@@ -31,7 +31,6 @@ mod pool;
 mod stream;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 pub use rocketmq_push_core::{
@@ -39,19 +38,17 @@ pub use rocketmq_push_core::{
     MessageQueue, Messages,
 };
 pub use rocketmq_push_io::StartError;
-use rocketmq_push_io::{ConsumerOptions, SyncListener, forward_options};
+use rocketmq_push_io::{AsyncListener, ConsumerOptions, SyncListener, forward_options};
 use tokio::sync::{mpsc, oneshot};
 
 use driver::Msg;
 pub use stream::{Deliveries, Delivery};
 
-type BoxFuture = Pin<Box<dyn Future<Output = ConsumeResult> + Send>>;
-
 /// How user code runs.
 #[derive(Clone)]
 pub(crate) enum Listener {
     /// An async listener, run as a task.
-    Async(Arc<dyn Fn(Messages, ConsumeContext) -> BoxFuture + Send + Sync>),
+    Async(AsyncListener),
     /// A blocking listener, run on `spawn_blocking`.
     Blocking(SyncListener),
     /// Batches go to a stream the application reads.
@@ -76,10 +73,7 @@ impl Builder {
         Fut: Future<Output = R> + Send + 'static,
         R: Into<ConsumeResult>,
     {
-        self.listener = Some(Listener::Async(Arc::new(move |m, c| {
-            let fut = f(m, c);
-            Box::pin(async move { fut.await.into() })
-        })));
+        self.listener = Some(Listener::Async(rocketmq_push_io::async_listener(f)));
         self
     }
 
@@ -150,27 +144,11 @@ impl PushConsumer {
         Builder { options: ConsumerOptions::new(group), listener: None }
     }
 
-    /// Stop pulling until [`PushConsumer::resume`]; in-flight batches finish.
-    pub fn suspend(&self) {
-        let _ = self.tx.send(Msg::Command(Command::Suspend));
+    fn command(&self, c: Command) {
+        let _ = self.tx.send(Msg::Command(c));
     }
 
-    /// Resume pulling.
-    pub fn resume(&self) {
-        let _ = self.tx.send(Msg::Command(Command::Resume));
-    }
-
-    /// Add or change a TAG subscription.
-    pub fn subscribe(&self, topic: impl Into<String>, expression: impl Into<String>) {
-        let _ = self
-            .tx
-            .send(Msg::Command(Command::Subscribe { topic: topic.into(), expression: expression.into() }));
-    }
-
-    /// Drop a subscription (its queues are persisted and released).
-    pub fn unsubscribe(&self, topic: impl Into<String>) {
-        let _ = self.tx.send(Msg::Command(Command::Unsubscribe { topic: topic.into() }));
-    }
+    rocketmq_push_io::consumer_commands!();
 
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.

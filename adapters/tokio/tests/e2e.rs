@@ -2,7 +2,7 @@
 //! the simulator over loopback TCP and the real broker; the blocking listener and the delivery
 //! stream against the simulator.
 
-use rocketmq_push_e2e::{Adapter, Env, Outcome, Running, Spec, run_all, run_bad_input};
+use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 use rocketmq_push_tokio::{ConsumeStatus, PushConsumer};
 
 #[derive(Clone, Copy)]
@@ -29,22 +29,6 @@ impl Running for Handle {
     }
 }
 
-fn verdict(
-    spec: &Spec,
-    msgs: &[rocketmq_push_tokio::MessageExt],
-    queue: &rocketmq_push_tokio::MessageQueue,
-) -> ConsumeStatus {
-    let mut status = ConsumeStatus::Success;
-    for m in msgs {
-        match spec.handle(m, queue) {
-            Outcome::Ok => {}
-            Outcome::Later => status = ConsumeStatus::ReconsumeLater,
-            Outcome::Panic => panic!("listener panics on purpose at offset {}", m.queue_offset),
-        }
-    }
-    status
-}
-
 impl Adapter for Tokio {
     fn name(&self) -> &'static str {
         match self.mode {
@@ -56,36 +40,18 @@ impl Adapter for Tokio {
 
     fn start(&self, name_server: &str, spec: &Spec) -> Box<dyn Running> {
         let _guard = self.rt.enter();
-        let events = spec.recorder.clone();
-        let mut b = PushConsumer::builder(spec.group.as_str())
-            .name_server(name_server)
-            .subscribe(spec.topic.as_str(), spec.expression.as_str())
-            .message_model(spec.model)
-            .consume_from_where(spec.from)
-            .configure(|c| {
-                c.max_reconsume_times(spec.max_reconsume).consume_thread_min(4).consume_thread_max(4)
-            })
-            .on_event(move |e| events.event(e));
-        if spec.orderly {
-            b = b.orderly();
-        }
-        if let Some(ts) = spec.timestamp_ms {
-            b = b.consume_timestamp_ms(ts);
-        }
-        if let Some(f) = &spec.offset_file {
-            b = b.offset_file(f);
-        }
+        let b = builder_for!(PushConsumer, name_server, spec);
         let s = spec.clone();
         let consumer = match self.mode {
             Mode::Async => b
                 .listener(move |msgs, ctx| {
                     let s = s.clone();
-                    async move { verdict(&s, &msgs, &ctx.queue) }
+                    async move { s.verdict(&msgs, &ctx.queue) }
                 })
                 .start()
                 .unwrap(),
             Mode::Blocking => {
-                b.blocking_listener(move |msgs, ctx| verdict(&s, msgs, &ctx.queue)).start().unwrap()
+                b.blocking_listener(move |msgs, ctx| s.verdict(msgs, &ctx.queue)).start().unwrap()
             }
             Mode::Stream => {
                 let (consumer, mut deliveries) = b.start_stream().unwrap();
@@ -94,7 +60,7 @@ impl Adapter for Tokio {
                         let s = s.clone();
                         // A panic in this task drops the delivery unanswered: RECONSUME_LATER.
                         tokio::spawn(async move {
-                            match verdict(&s, &d.messages, d.queue()) {
+                            match s.verdict(&d.messages, d.queue()) {
                                 ConsumeStatus::Success => d.ack(),
                                 _ => d.reconsume_later(),
                             }

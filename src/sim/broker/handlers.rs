@@ -278,15 +278,9 @@ impl SimBroker {
         if req.body.is_empty() {
             return error(req, ResponseCode::SystemError, "java.lang.NullPointerException");
         }
-        let hb = match HeartbeatData::decode(&req.body) {
+        let hb = match json_body::<HeartbeatData>(req) {
             Ok(hb) => hb,
-            Err(e) => {
-                return error(
-                    req,
-                    ResponseCode::SystemError,
-                    format!("com.alibaba.fastjson.JSONException: {e}"),
-                );
-            }
+            Err(answer) => return answer,
         };
         let fingerprint = hb.heartbeat_fingerprint;
         let mut sub_change = false;
@@ -342,15 +336,9 @@ impl SimBroker {
     /// LOCK_BATCH_MQ: `RebalanceLockManager.tryLockBatch`; answers the queues the requester
     /// now holds.
     pub(super) fn on_lock(&mut self, req: &RemotingCommand, now: Instant) -> RemotingCommand {
-        let body = match LockBatchRequestBody::decode(&req.body) {
+        let body = match json_body::<LockBatchRequestBody>(req) {
             Ok(b) => b,
-            Err(e) => {
-                return error(
-                    req,
-                    ResponseCode::SystemError,
-                    format!("com.alibaba.fastjson.JSONException: {e}"),
-                );
-            }
+            Err(answer) => return answer,
         };
         let max_live = self.config.lock_max_live_time;
         let table = self.locks.entry(body.consumer_group).or_default();
@@ -385,15 +373,9 @@ impl SimBroker {
 
     /// UNLOCK_BATCH_MQ: release the queues the requester owns.
     pub(super) fn on_unlock(&mut self, req: &RemotingCommand) -> RemotingCommand {
-        let body = match LockBatchRequestBody::decode(&req.body) {
+        let body = match json_body::<LockBatchRequestBody>(req) {
             Ok(b) => b,
-            Err(e) => {
-                return error(
-                    req,
-                    ResponseCode::SystemError,
-                    format!("com.alibaba.fastjson.JSONException: {e}"),
-                );
-            }
+            Err(answer) => return answer,
         };
         if let Some(table) = self.locks.get_mut(&body.consumer_group) {
             for mq in &body.mq_set {
@@ -675,4 +657,11 @@ impl SimBroker {
         self.schedule.insert((now + delay, self.schedule_seq), Scheduled { topic, queue_id, draft });
         (queue_offset, commit_log_offset)
     }
+}
+
+/// A request's JSON body, or the answer the broker gives when fastjson cannot read it.
+fn json_body<T: JsonBody>(req: &RemotingCommand) -> Result<T, RemotingCommand> {
+    T::decode(&req.body).map_err(|e| {
+        error(req, ResponseCode::SystemError, format!("com.alibaba.fastjson.JSONException: {e}"))
+    })
 }

@@ -1,0 +1,32 @@
+# Sourced by scripts/java-producer.sh and scripts/java-allocate-golden.sh: builds the Java helpers
+# in tests/java (Maven: classes + runtime jars) into $OUT once. The build is redone only when
+# tests/java/pom.xml or a file under tests/java/src is newer than it; a lock makes concurrent
+# first calls (from either script) safe. Needs SRC, OUT, MVN set; the caller's name prefixes
+# messages.
+
+JAVA_HELPERS_STAMP="$OUT/.built"
+
+java_helpers_up_to_date() {
+  [[ -f $JAVA_HELPERS_STAMP && -d $OUT/build/classes && -d $OUT/lib ]] || return 1
+  [[ -f $OUT/build/classes/rmqtest/Produce.class && -f $OUT/build/classes/rmqtest/AllocateGolden.class ]] || return 1
+  [[ -z $(find "$SRC/pom.xml" "$SRC/src" -newer "$JAVA_HELPERS_STAMP" -print -quit) ]]
+}
+
+java_helpers_build() {
+  java_helpers_up_to_date && return 0
+  local me
+  me=$(basename "$0")
+  mkdir -p "$OUT"
+  (
+    flock -w 600 9 || { echo "[$me] timed out waiting for $OUT/.lock" >&2; exit 1; }
+    if java_helpers_up_to_date; then exit 0; fi
+    echo "[$me] building $SRC into $OUT" >&2
+    rm -rf "${OUT:?}/build" "${OUT:?}/lib" "$JAVA_HELPERS_STAMP"
+    # maven -q still prints ANSI resets; strip them
+    "$MVN" -B -q -Dstyle.color=never -f "$SRC/pom.xml" package dependency:copy-dependencies \
+      -Drmq.buildDir="$OUT/build" -DincludeScope=runtime -DoutputDirectory="$OUT/lib" \
+      -DskipTests 2>&1 9>&- | sed -e 's/\x1b\[[0-9;]*m//g' >&2
+    java_helpers_up_to_date || { echo "[$me] build failed" >&2; exit 1; }
+    touch "$JAVA_HELPERS_STAMP"
+  ) 9>"$OUT/.lock"
+}
