@@ -1,4 +1,4 @@
-# Sourced by scripts/java-producer.sh and scripts/java-allocate-golden.sh: builds the Java helpers
+# Sourced by scripts/java-producer.sh, java-allocate-golden.sh and bench-vs-java.sh: builds the Java helpers
 # in tests/java (Maven: classes + runtime jars) into $OUT once. The build is redone only when
 # tests/java/pom.xml or a file under tests/java/src is newer than it; a lock makes concurrent
 # first calls (from either script) safe. Needs SRC, OUT, MVN set; the caller's name prefixes
@@ -6,9 +6,16 @@
 
 JAVA_HELPERS_STAMP="$OUT/.built"
 
+java_helpers_classes_built() {
+  local c
+  for c in Produce AllocateGolden ConsumeBench; do
+    [[ -f $OUT/build/classes/rmqtest/$c.class ]] || return 1
+  done
+  [[ -d $OUT/lib ]]
+}
+
 java_helpers_up_to_date() {
-  [[ -f $JAVA_HELPERS_STAMP && -d $OUT/build/classes && -d $OUT/lib ]] || return 1
-  [[ -f $OUT/build/classes/rmqtest/Produce.class && -f $OUT/build/classes/rmqtest/AllocateGolden.class ]] || return 1
+  [[ -f $JAVA_HELPERS_STAMP ]] && java_helpers_classes_built || return 1
   [[ -z $(find "$SRC/pom.xml" "$SRC/src" -newer "$JAVA_HELPERS_STAMP" -print -quit) ]]
 }
 
@@ -26,7 +33,7 @@ java_helpers_build() {
     "$MVN" -B -q -Dstyle.color=never -f "$SRC/pom.xml" package dependency:copy-dependencies \
       -Drmq.buildDir="$OUT/build" -DincludeScope=runtime -DoutputDirectory="$OUT/lib" \
       -DskipTests 2>&1 9>&- | sed -e 's/\x1b\[[0-9;]*m//g' >&2
-    java_helpers_up_to_date || { echo "[$me] build failed" >&2; exit 1; }
+    java_helpers_classes_built || { echo "[$me] build failed" >&2; exit 1; }
     touch "$JAVA_HELPERS_STAMP"
   ) 9>"$OUT/.lock"
 }
