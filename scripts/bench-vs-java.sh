@@ -13,17 +13,12 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
-SRC="$REPO_ROOT/tests/java"
-OUT=${RMQ_JAVA_PRODUCER_DIR:-$REPO_ROOT/target/java-producer}
-JAVA=${JAVA:-java}
-MVN=${MVN:-mvn}
+# shellcheck source=lib/java-helpers.sh
+source "$SCRIPT_DIR/lib/java-helpers.sh"
 COUNT=${1:-200000}
 SIZE=${2:-100}
 : "${NAMESRV_ADDR:?start the broker first: scripts/rocketmq.sh start; eval \"\$(scripts/rocketmq.sh env)\"}"
 
-# shellcheck source=lib/java-helpers.sh
-source "$SCRIPT_DIR/lib/java-helpers.sh"
 java_helpers_build
 cd "$REPO_ROOT"
 cargo build -q --release -p rmqcat -p rocketmq-push-tokio --example bench_consume

@@ -21,11 +21,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
-SRC="$REPO_ROOT/tests/java"
-OUT=${RMQ_JAVA_PRODUCER_DIR:-$REPO_ROOT/target/java-producer}
-JAVA=${JAVA:-java}
-MVN=${MVN:-mvn}
+# shellcheck source=lib/java-helpers.sh
+source "$SCRIPT_DIR/lib/java-helpers.sh"
 
 if [[ $# -gt 2 ]]; then
   echo "usage: $0 [OUT_PATH] [SEED]" >&2
@@ -34,8 +31,6 @@ fi
 DATA=${1:-$REPO_ROOT/tests/data/allocate_java.jsonl}
 SEED=${2:-}
 
-# shellcheck source=lib/java-helpers.sh
-source "$SCRIPT_DIR/lib/java-helpers.sh"
 java_helpers_build
 
 mkdir -p "$OUT/logs" "$(dirname "$DATA")"

@@ -28,11 +28,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
-SRC="$REPO_ROOT/tests/java"
-OUT=${RMQ_JAVA_PRODUCER_DIR:-$REPO_ROOT/target/java-producer}
-JAVA=${JAVA:-java}
-MVN=${MVN:-mvn}
+# shellcheck source=lib/java-helpers.sh
+source "$SCRIPT_DIR/lib/java-helpers.sh"
 
 if [[ $# -lt 3 || $# -gt 4 ]]; then
   echo "usage: $0 NAMESRV TOPIC MANIFEST_PATH [ZLIB|LZ4|ZSTD]" >&2
@@ -42,8 +39,6 @@ NAMESRV=$1 TOPIC=$2 MANIFEST=$3
 CT=$(tr '[:lower:]' '[:upper:]' <<<"${4:-ZLIB}")
 case "$CT" in ZLIB | LZ4 | ZSTD) ;; *) echo "compress type must be ZLIB, LZ4 or ZSTD, got $CT" >&2; exit 2 ;; esac
 
-# shellcheck source=lib/java-helpers.sh
-source "$SCRIPT_DIR/lib/java-helpers.sh"
 java_helpers_build
 
 mkdir -p "$OUT/logs"

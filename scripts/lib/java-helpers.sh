@@ -1,9 +1,14 @@
 # Sourced by scripts/java-producer.sh, java-allocate-golden.sh and bench-vs-java.sh: builds the Java helpers
 # in tests/java (Maven: classes + runtime jars) into $OUT once. The build is redone only when
 # tests/java/pom.xml or a file under tests/java/src is newer than it; a lock makes concurrent
-# first calls (from either script) safe. Needs SRC, OUT, MVN set; the caller's name prefixes
-# messages.
+# first calls (from any of them) safe. Sets REPO_ROOT, SRC, OUT (RMQ_JAVA_PRODUCER_DIR), JAVA and
+# MVN (both overridable); the caller's name prefixes messages.
 
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SRC="$REPO_ROOT/tests/java"
+OUT=${RMQ_JAVA_PRODUCER_DIR:-$REPO_ROOT/target/java-producer}
+JAVA=${JAVA:-java}
+MVN=${MVN:-mvn}
 JAVA_HELPERS_STAMP="$OUT/.built"
 
 java_helpers_classes_built() {
