@@ -177,11 +177,11 @@ impl Shared {
             self.stop();
             return false;
         }
-        let printed = self.printed.fetch_add(1, Ordering::SeqCst) + 1;
+        self.printed.fetch_add(1, Ordering::SeqCst);
         if self.remaining.as_ref().is_some_and(|r| r.load(Ordering::SeqCst) == 0) {
             self.stop();
         }
-        printed > 0
+        true
     }
 }
 
