@@ -1,6 +1,6 @@
 //! `rmqcat route` and `rmqcat group`: what the name server and brokers know.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -122,10 +122,14 @@ pub(crate) fn group(o: GroupOpts) -> Outcome {
     })?;
     let masters: Vec<String> =
         route.broker_datas.iter().filter_map(|b| b.master_or_any()).map(str::to_owned).collect();
+    // One connection per broker, for every question asked of it.
+    let mut clients: BTreeMap<String, Client> = BTreeMap::new();
+    for addr in &masters {
+        clients.insert(addr.clone(), connect(addr, "broker")?);
+    }
     let mut consumers = BTreeSet::new();
     let mut rows: Vec<(MessageQueue, Option<i64>, i64)> = Vec::new();
-    for addr in &masters {
-        let mut c = connect(addr, "broker")?;
+    for (addr, c) in &mut clients {
         let list =
             c.consumer_list(&o.group).map_err(|e| Failure::Runtime(format!("consumers from {addr}: {e}")))?;
         consumers.extend(list);
@@ -143,7 +147,7 @@ pub(crate) fn group(o: GroupOpts) -> Outcome {
     if let Some(topic) = &o.topic {
         for q in route.subscribe_queues(topic) {
             let Some(addr) = route.broker(&q.broker_name).and_then(|b| b.master_or_any()) else { continue };
-            let mut c = connect(addr, "broker")?;
+            let Some(c) = clients.get_mut(addr) else { continue };
             let err = |e: ClientError| Failure::Runtime(format!("offsets of {q:?} from {addr}: {e}"));
             let committed = c.query_offset(&o.group, &q).map_err(err)?;
             let max = c.max_offset(&q).map_err(err)?;
