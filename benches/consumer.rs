@@ -18,7 +18,7 @@ use rocketmq_push_core::protocol::body::{
 use rocketmq_push_core::protocol::header::{OffsetResponseHeader, PullMessageResponseHeader};
 use rocketmq_push_core::sim::{Sim, SimBrokerConfig};
 use rocketmq_push_core::{
-    Action, ClientId, ConsumeFromWhere, ConsumeResult, Consumer, ConsumerConfig, Input, Request,
+    ClientId, ConsumeFromWhere, ConsumeResult, Consumer, ConsumerConfig, Input, Output, Request,
     ResponseCode, Transmit,
 };
 use rocketmq_push_core::{RemotingCommand, protocol::FLAG_RESPONSE};
@@ -125,14 +125,14 @@ fn drive(bodies: &[Vec<Bytes>], total: usize, batch: usize) -> usize {
     let mut consumed = 0;
     let mut now = t0;
     loop {
-        while let Some(a) = c.poll_action() {
+        while let Some(a) = c.poll_output() {
             match a {
-                Action::Transmit(t) => {
+                Output::Transmit(t) => {
                     if let Some(r) = answer(&t, bodies, cid) {
                         frames.push((t.peer.clone(), r));
                     }
                 }
-                Action::Dispatch(b) => {
+                Output::Consume(b) => {
                     consumed += b.messages.len();
                     results.push(b.id);
                 }
@@ -155,7 +155,7 @@ fn drive(bodies: &[Vec<Bytes>], total: usize, batch: usize) -> usize {
             c.handle(Input::Frame { peer, command }, now).unwrap();
         }
         for batch in results.drain(..) {
-            c.handle(Input::ConsumeResult { batch, result: ConsumeResult::SUCCESS }, now).unwrap();
+            c.handle(Input::Consumed { batch, result: ConsumeResult::SUCCESS }, now).unwrap();
         }
     }
 }

@@ -1,18 +1,19 @@
 //! `Driver`: the [`Consumer`] plus everything socket-based adapters would otherwise each write —
 //! one connection per peer, opened lazily, frames queued while it connects, back-off after a
-//! failed connect, framing of received bytes, and connection events turned into consumer inputs.
+//! failed connect, framing of received bytes, and link events turned into consumer inputs.
 //!
-//! Still sans-IO: it says *what* to do with [`IoCommand`]s and is told *what happened*; an adapter
-//! owns sockets, tasks or threads, a timer and the listener pool. Each connection attempt has its
-//! own [`LinkId`], so reports about an old connection are recognised and ignored.
+//! Still sans-IO: it says *what* to do with [`DriverOutput`]s and is told *what happened*; an
+//! adapter (or the simulator) owns sockets, tasks or threads, a timer and the listener pool. Each
+//! connection attempt has its own [`LinkId`], so reports about an old connection are recognised
+//! and ignored.
 //!
 //! ```text
-//! adapter                         Driver                               Consumer
-//!   connected / failed / closed ─▶ link table ─ Connected/Disconnected ─▶
-//!   received bytes ──────────────▶ framing ─── Frame ──────────────────▶
-//!   consume results, commands ───▶ ──────────────────────────────────────▶
-//!   ◀── Connect / Write / Close ── link table ◀── Transmit / Disconnect ──
-//!   ◀── Run(batch) / Event / PersistLocalOffsets / Terminated ◀─────────
+//! adapter                               Driver                              Consumer
+//!   connected / connect_failed / closed ─▶ link table ── Disconnected ───────▶
+//!   received(bytes) ──────────────────────▶ framing ──── Frame ──────────────▶
+//!   consumed(batch, result), command ─────────────────── Consumed, Command ──▶
+//!   ◀── Connect / Write / Close ─────────── link table ◀─ Transmit / Disconnect ──
+//!   ◀── Consume(batch) / Event / PersistLocalOffsets / Terminated ◀──────────
 //! ```
 
 use std::collections::{BTreeMap, VecDeque};
@@ -20,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::RemotingCodec;
+use crate::codec::{Outbound, RemotingCodec};
 use crate::consumer::Consumer;
 use crate::error::UsageError;
 use crate::event::{
-    Action, Batch, BatchId, Command, ConsumeResult, DisconnectReason, Event, Input, PeerAddr,
+    Batch, BatchId, Command, ConsumeResult, DisconnectReason, Event, Input, IoFailure, Output, PeerAddr,
 };
 use crate::message::MessageQueue;
 
@@ -32,11 +33,17 @@ use crate::message::MessageQueue;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LinkId(pub u64);
 
-/// What the adapter should do.
+impl std::fmt::Display for LinkId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "link#{}", self.0)
+    }
+}
+
+/// What the adapter must do. Deliberately exhaustive: an adapter's `match` stops compiling when
+/// an output is added, rather than dropping it.
 #[derive(Debug)]
 #[must_use]
-#[non_exhaustive]
-pub enum IoCommand {
+pub enum DriverOutput {
     /// Open a TCP connection to `peer`; report with [`Driver::connected`] or
     /// [`Driver::connect_failed`].
     Connect {
@@ -57,8 +64,8 @@ pub enum IoCommand {
         /// The link.
         link: LinkId,
     },
-    /// Run user code on a batch, then [`Driver::consume_result`].
-    Run(Batch),
+    /// Run user code on a batch, then report with [`Driver::consumed`].
+    Consume(Batch),
     /// Broadcasting: store these offsets (atomically).
     PersistLocalOffsets(Vec<(MessageQueue, i64)>),
     /// Something to log or show the application.
@@ -94,13 +101,20 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 pub struct Driver {
     consumer: Consumer,
     codec: RemotingCodec,
+    outbound: Outbound,
     links: BTreeMap<PeerAddr, Link>,
     peer_of: BTreeMap<LinkId, PeerAddr>,
     backoff: BTreeMap<PeerAddr, Backoff>,
     next_link: u64,
-    out: VecDeque<IoCommand>,
+    out: VecDeque<DriverOutput>,
     terminated_sent: bool,
     scratch: BytesMut,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver").field("links", &self.peer_of).finish_non_exhaustive()
+    }
 }
 
 impl Driver {
@@ -114,6 +128,7 @@ impl Driver {
         Self {
             consumer,
             codec,
+            outbound: Outbound::new(),
             links: BTreeMap::new(),
             peer_of: BTreeMap::new(),
             backoff: BTreeMap::new(),
@@ -130,13 +145,13 @@ impl Driver {
     }
 
     /// The next thing to do; `None` when idle (then wait for input or [`Driver::poll_timeout`]).
-    pub fn poll(&mut self, now: Instant) -> Option<IoCommand> {
+    pub fn poll_output(&mut self, now: Instant) -> Option<DriverOutput> {
         loop {
-            if let Some(cmd) = self.out.pop_front() {
-                return Some(cmd);
+            if let Some(out) = self.out.pop_front() {
+                return Some(out);
             }
-            match self.consumer.poll_action() {
-                Some(action) => self.on_action(action, now),
+            match self.consumer.poll_output() {
+                Some(output) => self.on_output(output, now),
                 None => {
                     if self.consumer.is_terminated() && !self.terminated_sent {
                         self.terminated_sent = true;
@@ -144,8 +159,8 @@ impl Driver {
                         let links: Vec<LinkId> = self.links.values().map(|l| l.id).collect();
                         self.links.clear();
                         self.peer_of.clear();
-                        self.out.extend(links.into_iter().map(|link| IoCommand::Close { link }));
-                        self.out.push_back(IoCommand::Terminated);
+                        self.out.extend(links.into_iter().map(|link| DriverOutput::Close { link }));
+                        self.out.push_back(DriverOutput::Terminated);
                         continue;
                     }
                     return None;
@@ -154,7 +169,7 @@ impl Driver {
         }
     }
 
-    /// When to call [`Driver::handle_timeout`] next.
+    /// When to call [`Driver::handle_timeout`] next; `None`: no timer (only input wakes it).
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.consumer.poll_timeout()
     }
@@ -164,11 +179,11 @@ impl Driver {
         self.consumer.handle_timeout(now);
     }
 
-    /// A connect succeeded.
-    pub fn connected(&mut self, link: LinkId, now: Instant) {
+    /// A connect succeeded: frames queued meanwhile are written now.
+    pub fn connected(&mut self, link: LinkId, _now: Instant) {
         let Some(peer) = self.peer_of.get(&link).cloned() else {
             // Stale or already closed: tell the adapter to drop it.
-            self.out.push_back(IoCommand::Close { link });
+            self.out.push_back(DriverOutput::Close { link });
             return;
         };
         self.backoff.remove(&peer);
@@ -176,26 +191,25 @@ impl Driver {
             if let LinkState::Connecting { queued } = std::mem::replace(&mut l.state, LinkState::Up) {
                 if !queued.is_empty() {
                     let bytes = concat(queued);
-                    self.out.push_back(IoCommand::Write { link, bytes });
+                    self.out.push_back(DriverOutput::Write { link, bytes });
                 }
             }
         }
-        let _ = self.consumer.handle(Input::Connected { peer }, now);
     }
 
     /// A connect failed: back off before the next attempt to this peer.
-    pub fn connect_failed(&mut self, link: LinkId, error: impl Into<String>, now: Instant) {
+    pub fn connect_failed(&mut self, link: LinkId, error: IoFailure, now: Instant) {
         let Some(peer) = self.drop_link(link) else { return };
         let b = self.backoff.entry(peer.clone()).or_default();
         let delay = BACKOFF_MIN.saturating_mul(1u32 << b.failures.min(8)).min(BACKOFF_MAX);
         b.failures = b.failures.saturating_add(1);
         b.until = Some(now + delay);
-        let reason = DisconnectReason::ConnectFailed(error.into());
+        let reason = DisconnectReason::ConnectFailed(error);
         let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
     }
 
-    /// Bytes read from a link. Complete frames go to the consumer; a corrupt stream closes the
-    /// link.
+    /// Bytes read from a link, in any pieces. Complete frames go to the consumer; a corrupt
+    /// stream closes the link.
     pub fn received(&mut self, link: LinkId, bytes: &[u8], now: Instant) {
         let Some(peer) = self.peer_of.get(&link).cloned() else { return };
         let Some(l) = self.links.get_mut(&peer) else { return };
@@ -209,7 +223,7 @@ impl Driver {
                 Ok(None) => return,
                 Err(e) => {
                     self.drop_link(link);
-                    self.out.push_back(IoCommand::Close { link });
+                    self.out.push_back(DriverOutput::Close { link });
                     let reason = DisconnectReason::Decode(e);
                     let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
                     return;
@@ -218,20 +232,21 @@ impl Driver {
         }
     }
 
-    /// The link closed (EOF, reset, write error).
-    pub fn closed(&mut self, link: LinkId, now: Instant) {
+    /// The link closed: `None` at end of stream, else the read or write error.
+    pub fn closed(&mut self, link: LinkId, error: Option<IoFailure>, now: Instant) {
         let Some(peer) = self.drop_link(link) else { return };
-        let _ = self.consumer.handle(Input::Disconnected { peer, reason: DisconnectReason::Closed }, now);
+        let reason = error.map_or(DisconnectReason::Closed, DisconnectReason::Io);
+        let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
     }
 
-    /// User code finished a batch.
-    pub fn consume_result(
+    /// User code finished a batch handed out with [`DriverOutput::Consume`].
+    pub fn consumed(
         &mut self,
         batch: BatchId,
         result: ConsumeResult,
         now: Instant,
     ) -> Result<(), UsageError> {
-        self.consumer.handle(Input::ConsumeResult { batch, result }, now)
+        self.consumer.handle(Input::Consumed { batch, result }, now)
     }
 
     /// An application command.
@@ -252,32 +267,32 @@ impl Driver {
         Some(peer)
     }
 
-    fn on_action(&mut self, action: Action, now: Instant) {
-        match action {
-            Action::Transmit(t) => {
+    fn on_output(&mut self, output: Output, now: Instant) {
+        match output {
+            Output::Transmit(t) => {
                 self.scratch.clear();
-                t.encode(&mut self.scratch);
+                self.outbound.finish(&t.to_command(), &mut self.scratch);
                 let bytes = self.scratch.split().freeze();
-                self.send(t.peer.clone(), bytes, now);
+                self.send(t.peer, bytes, now);
             }
-            Action::Dispatch(batch) => self.out.push_back(IoCommand::Run(batch)),
-            Action::Disconnect { peer } => {
+            Output::Consume(batch) => self.out.push_back(DriverOutput::Consume(batch)),
+            Output::Disconnect { peer } => {
                 if let Some(l) = self.links.remove(&peer) {
                     self.peer_of.remove(&l.id);
-                    self.out.push_back(IoCommand::Close { link: l.id });
+                    self.out.push_back(DriverOutput::Close { link: l.id });
                     let reason = DisconnectReason::Requested;
                     let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
                 }
             }
-            Action::PersistLocalOffsets(v) => self.out.push_back(IoCommand::PersistLocalOffsets(v)),
-            Action::Event(e) => self.out.push_back(IoCommand::Event(e)),
+            Output::PersistLocalOffsets(v) => self.out.push_back(DriverOutput::PersistLocalOffsets(v)),
+            Output::Event(e) => self.out.push_back(DriverOutput::Event(e)),
         }
     }
 
     fn send(&mut self, peer: PeerAddr, bytes: Bytes, now: Instant) {
         if let Some(l) = self.links.get_mut(&peer) {
             match &mut l.state {
-                LinkState::Up => self.out.push_back(IoCommand::Write { link: l.id, bytes }),
+                LinkState::Up => self.out.push_back(DriverOutput::Write { link: l.id, bytes }),
                 LinkState::Connecting { queued } => queued.push(bytes),
             }
             return;
@@ -285,7 +300,7 @@ impl Driver {
         if let Some(until) = self.backoff.get(&peer).and_then(|b| b.until) {
             if now < until {
                 // Refused at once while backing off: the consumer's own retry timers pace it.
-                let reason = DisconnectReason::ConnectFailed("backing off after a failed connect".into());
+                let reason = DisconnectReason::BackingOff;
                 let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
                 return;
             }
@@ -297,7 +312,7 @@ impl Driver {
             Link { id, state: LinkState::Connecting { queued: vec![bytes] }, read: BytesMut::new() },
         );
         self.peer_of.insert(id, peer.clone());
-        self.out.push_back(IoCommand::Connect { link: id, peer });
+        self.out.push_back(DriverOutput::Connect { link: id, peer });
     }
 }
 
@@ -323,8 +338,8 @@ mod tests {
         Driver::new(Consumer::new(cfg, now))
     }
 
-    fn drain(d: &mut Driver, now: Instant) -> Vec<IoCommand> {
-        std::iter::from_fn(|| d.poll(now)).collect()
+    fn drain(d: &mut Driver, now: Instant) -> Vec<DriverOutput> {
+        std::iter::from_fn(|| d.poll_output(now)).collect()
     }
 
     #[test]
@@ -335,16 +350,16 @@ mod tests {
         d.handle_timeout(t0);
         let cmds = drain(&mut d, t0);
         // Two route queries (T and %RETRY%g) to the name server: one connect, both queued.
-        let connects: Vec<_> = cmds.iter().filter(|c| matches!(c, IoCommand::Connect { .. })).collect();
+        let connects: Vec<_> = cmds.iter().filter(|c| matches!(c, DriverOutput::Connect { .. })).collect();
         assert_eq!(connects.len(), 1);
-        assert!(!cmds.iter().any(|c| matches!(c, IoCommand::Write { .. })));
-        let IoCommand::Connect { link, .. } = connects[0] else { unreachable!() };
+        assert!(!cmds.iter().any(|c| matches!(c, DriverOutput::Write { .. })));
+        let DriverOutput::Connect { link, .. } = connects[0] else { unreachable!() };
         let link = *link;
         d.connected(link, t0);
         let cmds = drain(&mut d, t0);
         let writes: Vec<_> = cmds
             .iter()
-            .filter_map(|c| if let IoCommand::Write { bytes, .. } = c { Some(bytes) } else { None })
+            .filter_map(|c| if let DriverOutput::Write { bytes, .. } = c { Some(bytes) } else { None })
             .collect();
         assert_eq!(writes.len(), 1, "queued frames written together");
         let mut buf = BytesMut::from(&writes[0][..]);
@@ -360,23 +375,23 @@ mod tests {
         let mut d = driver(t0);
         d.handle_timeout(t0);
         let cmds = drain(&mut d, t0);
-        let IoCommand::Connect { link, .. } =
-            cmds.iter().find(|c| matches!(c, IoCommand::Connect { .. })).unwrap()
+        let DriverOutput::Connect { link, .. } =
+            cmds.iter().find(|c| matches!(c, DriverOutput::Connect { .. })).unwrap()
         else {
             unreachable!()
         };
-        d.connect_failed(*link, "refused", t0);
+        d.connect_failed(*link, IoFailure::new(std::io::ErrorKind::ConnectionRefused, "refused"), t0);
         assert!(
-            drain(&mut d, t0).iter().all(|c| !matches!(c, IoCommand::Connect { .. })),
+            drain(&mut d, t0).iter().all(|c| !matches!(c, DriverOutput::Connect { .. })),
             "no reconnect loop"
         );
         // The route retry fires after its back-off; the link back-off (200 ms) refuses sooner sends.
         let later = t0 + Duration::from_secs(2);
         d.handle_timeout(later);
         let cmds = drain(&mut d, later);
-        let IoCommand::Connect { link, .. } = cmds
+        let DriverOutput::Connect { link, .. } = cmds
             .iter()
-            .find(|c| matches!(c, IoCommand::Connect { .. }))
+            .find(|c| matches!(c, DriverOutput::Connect { .. }))
             .expect("reconnects after the back-off")
         else {
             unreachable!()
@@ -387,10 +402,10 @@ mod tests {
         d.received(link, &[0, 0, 0, 4, 9, 0, 0, 0], later);
         let cmds = drain(&mut d, later);
         assert!(
-            cmds.iter().any(|c| matches!(c, IoCommand::Close { link: l } if *l == link)),
+            cmds.iter().any(|c| matches!(c, DriverOutput::Close { link: l } if *l == link)),
             "corrupt stream closes the link"
         );
         d.received(link, b"ignored: stale link", later);
-        d.closed(link, later);
+        d.closed(link, None, later);
     }
 }

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
-use crate::codec::{DecodeError, encode_frame};
-use crate::message::{MessageExt, MessageQueue};
+use crate::codec::DecodeError;
+use crate::message::{MessageDecodeError, MessageExt, MessageQueue};
 use crate::protocol::body::{HeartbeatData, JsonBody, LockBatchRequestBody};
 use crate::protocol::header::{
     ConsumerSendMsgBackRequestHeader, GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader,
@@ -15,7 +15,8 @@ use crate::protocol::header::{
     UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{
-    CLIENT_VERSION, FLAG_ONEWAY, LanguageCode, RemotingCommand, RequestCode, SerializeType,
+    BodyError, CLIENT_VERSION, Code, FLAG_ONEWAY, HeaderError, LanguageCode, RemotingCommand, RequestCode,
+    ResponseCode, SerializeType,
 };
 
 /// A peer address, `host:port`: a name server or a broker. Adapters connect to it lazily.
@@ -52,7 +53,7 @@ impl From<&str> for PeerAddr {
     }
 }
 
-/// Identifies one [`Batch`] handed to user code; answer it with [`Input::ConsumeResult`].
+/// Identifies one [`Batch`] handed to user code; answer it with [`Input::Consumed`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BatchId(pub u64);
 
@@ -73,11 +74,6 @@ pub enum Input {
         /// The frame.
         command: RemotingCommand,
     },
-    /// A connection to `peer` is up.
-    Connected {
-        /// The peer.
-        peer: PeerAddr,
-    },
     /// A connection to `peer` is gone (or never came up). Requests in flight to it fail now.
     Disconnected {
         /// The peer.
@@ -85,8 +81,8 @@ pub enum Input {
         /// Why.
         reason: DisconnectReason,
     },
-    /// User code finished a batch.
-    ConsumeResult {
+    /// User code finished a batch handed out with [`Output::Consume`].
+    Consumed {
         /// The batch.
         batch: BatchId,
         /// Its outcome.
@@ -100,14 +96,60 @@ pub enum Input {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DisconnectReason {
-    /// The peer closed it, or it reset.
+    /// The peer closed it (end of stream).
     Closed,
+    /// Reading or writing failed (reset, broken pipe, …).
+    Io(IoFailure),
     /// It could not be opened.
-    ConnectFailed(String),
-    /// Bytes from the peer did not decode; the adapter closed it.
+    ConnectFailed(IoFailure),
+    /// Not attempted: the last connect to this peer failed and its back-off has not passed.
+    BackingOff,
+    /// Bytes from the peer did not decode; the link was closed.
     Decode(DecodeError),
-    /// The core asked for it ([`Action::Disconnect`]).
+    /// The core asked for it ([`Output::Disconnect`]).
     Requested,
+}
+
+impl fmt::Display for DisconnectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Closed => f.write_str("closed by the peer"),
+            Self::Io(e) => write!(f, "i/o error: {e}"),
+            Self::ConnectFailed(e) => write!(f, "connect failed: {e}"),
+            Self::BackingOff => f.write_str("not connecting: backing off after a failed connect"),
+            Self::Decode(e) => write!(f, "undecodable bytes: {e}"),
+            Self::Requested => f.write_str("closed on request"),
+        }
+    }
+}
+
+/// An I/O failure as an adapter saw it: its kind and the system's message. (The core does no
+/// I/O; this is how a socket error reaches its events.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoFailure {
+    /// The kind (`ConnectionRefused`, `TimedOut`, `ConnectionReset`, …).
+    pub kind: std::io::ErrorKind,
+    /// The error's message.
+    pub message: String,
+}
+
+impl IoFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(kind: std::io::ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+impl From<&std::io::Error> for IoFailure {
+    fn from(e: &std::io::Error) -> Self {
+        Self { kind: e.kind(), message: e.to_string() }
+    }
+}
+
+impl fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// Application commands.
@@ -290,12 +332,12 @@ pub struct Batch {
 #[derive(Debug)]
 #[must_use]
 #[non_exhaustive]
-pub enum Action {
+pub enum Output {
     /// Send a request to `peer` (connect first if needed). Boxed: requests are far larger than
     /// the other actions, and a batch dispatch should not move a request's worth of bytes.
     Transmit(Box<Transmit>),
-    /// Run user code on a batch, then answer with [`Input::ConsumeResult`].
-    Dispatch(Batch),
+    /// Run user code on a batch, then answer with [`Input::Consumed`].
+    Consume(Batch),
     /// Close the connection to `peer`.
     Disconnect {
         /// The peer.
@@ -364,7 +406,7 @@ pub enum Request {
 
 impl Request {
     /// The request code.
-    pub fn code(&self) -> i32 {
+    pub fn code(&self) -> Code<RequestCode> {
         let c = match self {
             Self::GetRouteInfo(_) => RequestCode::GetRouteInfoByTopic,
             Self::HeartBeat(_) => RequestCode::HeartBeat,
@@ -379,9 +421,9 @@ impl Request {
             Self::SendMessage { .. } => RequestCode::SendMessageV2,
             Self::LockBatchMq(_) => RequestCode::LockBatchMq,
             Self::UnlockBatchMq(_) => RequestCode::UnlockBatchMq,
-            Self::Reply(r) => return r.code,
+            Self::Reply(r) => return Code::from_i32(r.code),
         };
-        c as i32
+        Code::Known(c)
     }
 
     /// A short name for logs and transcripts, e.g. `PullMessage`.
@@ -423,7 +465,7 @@ impl Transmit {
             Request::SendMessage { header, body } => with(header).with_body(body.clone()),
             Request::LockBatchMq(b) | Request::UnlockBatchMq(b) => bare().with_body(b.encode()),
         };
-        cmd.code = self.request.code();
+        cmd.code = self.request.code().value();
         cmd.opaque = self.opaque;
         cmd.language = LanguageCode::RUST;
         cmd.version = CLIENT_VERSION;
@@ -432,11 +474,6 @@ impl Transmit {
             cmd.flag |= FLAG_ONEWAY;
         }
         cmd
-    }
-
-    /// Append the frame to `dst`.
-    pub fn encode(&self, dst: &mut BytesMut) {
-        encode_frame(&self.to_command(), dst);
     }
 }
 
@@ -470,19 +507,30 @@ pub enum Event {
     BrokerError {
         /// The peer.
         peer: PeerAddr,
-        /// The request's code.
-        request_code: i32,
+        /// The request answered.
+        request: Code<RequestCode>,
         /// The response code.
-        code: i32,
+        code: Code<ResponseCode>,
         /// The remark.
         remark: String,
+    },
+    /// A frame from a peer whose header or body could not be read: an answer (to `request`) or
+    /// a request the peer sent (`request` is then its code). It is not used; what depended on
+    /// it is retried like a failed request.
+    Malformed {
+        /// The peer.
+        peer: PeerAddr,
+        /// The request answered, or the peer's request.
+        request: Code<RequestCode>,
+        /// What could not be read.
+        error: MalformedFrame,
     },
     /// A request got no answer in time.
     RequestTimeout {
         /// The peer.
         peer: PeerAddr,
-        /// The request's code.
-        request_code: i32,
+        /// The request.
+        request: Code<RequestCode>,
     },
     /// A name server does not know a subscribed topic.
     TopicNotFound {
@@ -503,7 +551,7 @@ pub enum Event {
         /// The queue.
         queue: MessageQueue,
         /// What was wrong.
-        error: String,
+        error: MessageDecodeError,
     },
     /// A batch ran past `consumeTimeout`; its messages were sent back for retry.
     ConsumeTimeout {
@@ -539,7 +587,7 @@ pub enum Event {
         /// The peer.
         peer: PeerAddr,
         /// Why.
-        reason: String,
+        reason: DisconnectReason,
     },
     /// Orderly: a queue could not be locked; it is not consumed until it is.
     LockFailed {
@@ -548,4 +596,16 @@ pub enum Event {
     },
     /// Shutdown finished: nothing more will happen.
     Terminated,
+}
+
+/// What could not be read in a [`Event::Malformed`] frame.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MalformedFrame {
+    /// The header's fields.
+    #[error("header: {0}")]
+    Header(#[from] HeaderError),
+    /// The body.
+    #[error("body: {0}")]
+    Body(#[from] BodyError),
 }

@@ -131,7 +131,7 @@ pub fn decode_json_body(data: &[u8]) {
 pub fn consumer_frames(data: &[u8]) {
     use std::time::Duration;
 
-    use crate::event::{BatchId, ConsumeResult, DisconnectReason, Input, PeerAddr};
+    use crate::event::{BatchId, ConsumeResult};
     use crate::message::{MessageExt, encode_stored};
     use crate::protocol::{FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode};
     use crate::sim::Sim;
@@ -210,32 +210,24 @@ pub fn consumer_frames(data: &[u8]) {
                 sim.deliver_from_broker(c, 0, cmd);
             }
             2 => sim.run_for(Duration::from_millis(u64::from(x) * 20)),
-            3 => {
-                let (peer, now) = (PeerAddr::new(sim.broker(0).addr()), sim.now());
-                if let Some(consumer) = sim.consumer_mut(c) {
-                    let _ =
-                        consumer.handle(Input::Disconnected { peer, reason: DisconnectReason::Closed }, now);
-                }
-            }
+            3 => sim.inject(crate::sim::Fault::ResetBroker(0)),
             4 => {
                 // Misuse: a result for a batch that was never dispatched changes nothing.
                 let now = sim.now();
-                if let Some(consumer) = sim.consumer_mut(c) {
-                    let before = consumer.queue_snapshots();
+                if let Some(driver) = sim.driver_mut(c) {
+                    let before = driver.consumer().queue_snapshots();
                     let id = BatchId(1_000_000 + u64::from(x));
-                    let r = consumer
-                        .handle(Input::ConsumeResult { batch: id, result: ConsumeResult::SUCCESS }, now);
+                    let r = driver.consumed(id, ConsumeResult::SUCCESS, now);
                     assert!(r.is_err(), "unknown batch accepted");
-                    assert_eq!(consumer.queue_snapshots(), before, "misuse changed state");
+                    assert_eq!(driver.consumer().queue_snapshots(), before, "misuse changed state");
                 }
             }
             _ => {
+                // Raw bytes on the broker's connection: the driver frames them (or closes the
+                // link on garbage, and the consumer reconnects).
                 let n = usize::from(x) + 8;
-                let frame = take(n).to_vec();
-                let mut buf = BytesMut::from(&frame[..]);
-                if let Ok(Some(cmd)) = RemotingCodec::new().decode(&mut buf) {
-                    sim.deliver_from_broker(c, 0, cmd);
-                }
+                let bytes = take(n).to_vec();
+                sim.deliver_bytes_from_broker(c, 0, &bytes);
             }
         }
     }

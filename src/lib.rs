@@ -8,62 +8,74 @@
 //! ## What sans-IO means here
 //!
 //! This crate does no I/O. It never opens a socket, reads a clock, sleeps, spawns a thread or runs
-//! user code. The caller — an adapter for tokio, async-std or plain threads — moves frames, time
-//! and consume results in, and carries actions out. Everything is deterministic: the same inputs
-//! at the same instants give the same actions in the same order. That is what lets the
-//! [simulator](sim) (feature `sim`) run thousands of fault schedules on virtual time.
+//! user code. The caller — an adapter for tokio, async-std, smol or plain threads, or the
+//! simulator — moves bytes, time and consume results in, and carries outputs out. Everything is
+//! deterministic: the same inputs at the same instants give the same outputs in the same order.
+//! That is what lets the [simulator](sim) (feature `sim`) run thousands of fault schedules on
+//! virtual time, through exactly the code adapters run.
+//!
+//! Two layers. [`Consumer`] decides: typed frames, results and commands in; typed requests,
+//! batches and events out. [`Driver`] wraps it with what every socket-based caller needs —
+//! connections opened lazily per peer, frames queued while connecting, back-off after a failed
+//! connect, framing of received bytes, every outgoing frame finished in one place
+//! ([`codec::Outbound`]). Adapters and the simulator drive the `Driver`.
 //!
 //! ```text
-//!   decoded frames ─┐                                  ┌─▶ Transmit (typed request → a peer)
-//!   connected/lost ─┤                                  ├─▶ Dispatch (a batch → user code)
-//!   consume results ┼─▶ Consumer::handle(input, now) ──┼─▶ Disconnect / PersistLocalOffsets
-//!   commands ───────┤   Consumer::handle_timeout(now)  ├─▶ Event (assigned, revoked, errors, …)
-//!   time ───────────┘                                  └─▶ poll_timeout(): the next deadline
+//!                   ┌─────────────────────────── Driver ─────────────────────────────┐
+//! bytes read ──────▶│framing ──── Frame ───────▶┌──────────┐── Transmit ─▶ Outbound  │─▶ Connect / Write / Close
+//! link up / down ──▶│link table ─ Disconnected ▶│ Consumer │── Consume ───────────── │─▶ Consume(batch) → user code
+//! consumed(batch) ─▶│──────────── Consumed ────▶│ (decides)│── Event, Persist ────── │─▶ Event / PersistLocalOffsets
+//! command ─────────▶│──────────── Command ─────▶│          │── poll_timeout ──────── │─▶ the next deadline
+//! time ────────────▶│──────────── handle_timeout▶└──────────┘                        │─▶ Terminated
+//!                   └────────────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! ## The run loop
 //!
-//! 1. Build a [`ConsumerConfig`] (validated once; errors name the Java knob) and
-//!    [`Consumer::new(config, now)`](Consumer::new). It cannot fail.
-//! 2. Drain [`Consumer::poll_action`] until `None`: write each [`Transmit`] to its peer
-//!    (connecting lazily), run each [`Batch`] through user code, close connections it asks to
-//!    close, store local offsets (broadcasting), log [`Event`]s.
-//! 3. Wait for the next input or [`Consumer::poll_timeout`], whichever is first.
-//! 4. Feed the input with [`Consumer::handle`] (a decoded frame, a connection change, a
-//!    [`ConsumeResult`], a [`Command`]) or call [`Consumer::handle_timeout`] when the deadline
-//!    passed. Always pass the current instant; the core never reads the clock.
-//! 5. Back to 2. Several `handle` calls may come before a drain; actions queue in order.
-//! 6. After [`Command::Shutdown`], keep looping until [`Event::Terminated`]; then `poll_timeout`
-//!    is `None` and every input is refused.
+//! 1. Build a [`ConsumerConfig`] (validated once; errors name the Java knob), then
+//!    `Driver::new(Consumer::new(config, now))`. It cannot fail.
+//! 2. Drain [`Driver::poll_output`] until `None` and carry out each [`DriverOutput`]: connect
+//!    (report with [`Driver::connected`] or [`Driver::connect_failed`]), write bytes, close a
+//!    link, run a [`Batch`] through user code, store local offsets (broadcasting), log an
+//!    [`Event`]. The enum is exhaustive: a new output does not compile until it is handled.
+//! 3. Wait for the next input or [`Driver::poll_timeout`] (`None`: no deadline), whichever is
+//!    first.
+//! 4. Feed the input — [`Driver::received`] bytes (in any pieces), [`Driver::closed`],
+//!    [`Driver::consumed`] with a [`ConsumeResult`], [`Driver::command`] — or call
+//!    [`Driver::handle_timeout`] when the deadline passed. Always pass the current instant; the
+//!    core never reads the clock.
+//! 5. Back to 2. Several inputs may come before a drain; outputs queue in order.
+//! 6. After [`Command::Shutdown`], keep looping until [`DriverOutput::Terminated`].
 //!
 //! ```no_run
 //! use std::time::Instant;
-//! use rocketmq_push_core::{Action, ConsumeResult, Consumer, ConsumerConfig, Input};
+//! use rocketmq_push_core::{ConsumeResult, Consumer, ConsumerConfig, Driver, DriverOutput};
 //!
 //! let config = ConsumerConfig::builder("my_group").name_server("127.0.0.1:9876").subscribe("T", "*").build()?;
-//! let mut consumer = Consumer::new(config, Instant::now());
-//! # let mut net = || -> Option<Input> { None };
+//! let mut driver = Driver::new(Consumer::new(config, Instant::now()));
 //! loop {
-//!     while let Some(action) = consumer.poll_action() {
-//!         match action {
-//!             Action::Transmit(t) => { /* t.encode(&mut buf); write buf to t.peer */ }
-//!             Action::Dispatch(batch) => {
+//!     while let Some(out) = driver.poll_output(Instant::now()) {
+//!         match out {
+//!             DriverOutput::Connect { link, peer } => { /* connect to peer; then driver.connected(link, now) */ }
+//!             DriverOutput::Write { link, bytes } => { /* write bytes to the link's socket */ }
+//!             DriverOutput::Close { link } => { /* close the socket */ }
+//!             DriverOutput::Consume(batch) => {
 //!                 // run user code on &batch.messages, then:
-//!                 consumer.handle(Input::ConsumeResult { batch: batch.id, result: ConsumeResult::SUCCESS }, Instant::now())?;
+//!                 driver.consumed(batch.id, ConsumeResult::SUCCESS, Instant::now())?;
 //!             }
-//!             Action::Event(e) => eprintln!("{e:?}"),
-//!             _ => {}
+//!             DriverOutput::PersistLocalOffsets(offsets) => { /* broadcasting: store them */ }
+//!             DriverOutput::Event(e) => eprintln!("{e:?}"),
+//!             DriverOutput::Terminated => return Ok(()),
 //!         }
 //!     }
-//!     if consumer.is_terminated() { break; }
-//!     // wait for a frame from the network or until consumer.poll_timeout() …
-//!     match net() {
-//!         Some(input) => consumer.handle(input, Instant::now())?,
-//!         None => consumer.handle_timeout(Instant::now()),
-//!     }
+//!     // wait for bytes (driver.received(link, &bytes, now)), a closed link, a result, a
+//!     // command, or until driver.poll_timeout() …
+//!     driver.handle_timeout(Instant::now());
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! `rocketmq-push-io`'s run loop is this, written once for every runtime.
 //!
 //! ## Invariants
 //!
@@ -98,8 +110,10 @@
 //! - Anything a broker or name server sends — unknown codes, missing fields, garbage bodies, late
 //!   or duplicated answers — is handled without panicking: reported as an [`Event`], retried or
 //!   ignored, never corrupting offsets.
-//! - Bytes that do not form a frame are a [`DecodeError`] from the [codec]; the adapter closes
-//!   that connection and reports [`DisconnectReason::Decode`].
+//! - Bytes that do not form a frame are a [`DecodeError`] from the [codec]; the driver closes
+//!   that connection and reports [`DisconnectReason::Decode`]. A frame whose header or body does
+//!   not read is an [`Event::Malformed`]; error answers are [`Event::BrokerError`] with typed
+//!   codes.
 //! - A panic is a bug. Every decoder is fuzzed (`fuzz/`), and so is a running consumer fed
 //!   arbitrary frames.
 //!
@@ -112,8 +126,9 @@
 //!
 //! ## Adapters
 //!
-//! `rocketmq-push-tokio`, `rocketmq-push-async-std` and `rocketmq-push-blocking` (in `adapters/`)
-//! run this core on a runtime, with listeners and connections; `rmqcat` is a command-line tool on
+//! `rocketmq-push-tokio`, `rocketmq-push-async-std`, `rocketmq-push-smol` and
+//! `rocketmq-push-blocking` (in `adapters/`) run this core on a runtime through one shared run
+//! loop (`rocketmq-push-io`), with listeners and connections; `rmqcat` is a command-line tool on
 //! the tokio adapter.
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
@@ -144,14 +159,14 @@ pub use client_id::ClientId;
 pub use codec::{DecodeError, RemotingCodec};
 pub use config::{ConfigError, ConsumeMode, ConsumerConfig, ConsumerConfigBuilder, Subscription};
 pub use consumer::{Consumer, QueueSnapshot};
-pub use driver::{Driver, IoCommand, LinkId};
+pub use driver::{Driver, DriverOutput, LinkId};
 pub use error::UsageError;
 pub use event::{
-    Action, Batch, BatchId, BatchKind, Command, ConsumeContext, ConsumeResult, ConsumeStatus,
-    DisconnectReason, Event, Input, Messages, PeerAddr, Request, Transmit,
+    Batch, BatchId, BatchKind, Command, ConsumeContext, ConsumeResult, ConsumeStatus, DisconnectReason,
+    Event, Input, IoFailure, MalformedFrame, Messages, Output, PeerAddr, Request, Transmit,
 };
 pub use message::{Message, MessageExt, MessageQueue};
 pub use protocol::body::{ConsumeFromWhere, MessageModel};
-pub use protocol::{RemotingCommand, RequestCode, ResponseCode};
+pub use protocol::{Code, RemotingCommand, RequestCode, ResponseCode};
 pub use rebalance::AllocateStrategy;
 pub use stats::Stats;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rocketmq_push_core::sim::{Fault, Faults, Sim, SimBrokerConfig, Verdict};
 use rocketmq_push_core::{
     AllocateStrategy, ConsumeFromWhere, ConsumeMode, ConsumeResult, ConsumeStatus, ConsumerConfigBuilder,
-    Event, MessageModel, MessageQueue,
+    Event, MessageModel, MessageQueue, RequestCode,
 };
 
 const LOCK_BATCH_MQ: i32 = 41;
@@ -257,8 +257,11 @@ fn a_garbled_lock_answer_is_a_failure_retried_with_back_off() {
     sim.run_for(Duration::from_secs(8));
     assert!(sim.consumed().is_empty(), "nothing consumed without a lock");
     assert!(!sim.transcript(a).iter().any(|x| x == "Transmit:PullMessage"), "not even pulled");
-    let errors =
-        sim.events(a).iter().filter(|e| matches!(e, Event::BrokerError { request_code: 41, .. })).count();
+    let errors = sim
+        .events(a)
+        .iter()
+        .filter(|e| matches!(e, Event::Malformed { request, .. } if *request == RequestCode::LockBatchMq))
+        .count();
     assert!(errors >= 3, "each garbled answer reported: {errors}");
     sim.heal();
     sim.run_until(|s| s.all_done(), Duration::from_secs(30)).unwrap();

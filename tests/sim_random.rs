@@ -1,7 +1,8 @@
 //! Randomized runs: a topology, consume mode (a third orderly), listener behaviour (failures,
 //! slow and very slow batches, poison messages) and fault schedule from each seed; the simulator
 //! checks the invariants after every step, and every run must end with every produced message
-//! consumed or dead-lettered once the faults heal.
+//! consumed or dead-lettered once the faults heal. Consumers run inside a `Driver` as adapters
+//! run them: refused connects, and on a quarter of the seeds frames read in pieces.
 //!
 //! - `SIM_SEED=n` replays one seed (printing its plan);
 //! - `SIM_SEEDS=n` sets how many seeds to run (default 10 000);
@@ -25,7 +26,7 @@ struct Plan {
     batch: usize,
     fail_rate: u64,
     slow_rate: u64,
-    wire: bool,
+    split_reads: bool,
     strategy: AllocateStrategy,
     bursts: Vec<(Duration, usize)>,
     faults: Vec<(Duration, Fault)>,
@@ -69,6 +70,9 @@ fn plan(seed: u64) -> Plan {
                 duplicate: r.below(20) as f64 / 100.0,
                 delay: r.below(30) as f64 / 100.0,
                 delay_by: Duration::from_millis(r.below(3000)),
+                // Refused connects make the driver back off (from its own stream: earlier plans
+                // stay as they were).
+                refuse_connects: extra.below(4) as f64 / 10.0,
                 ..Faults::default()
             }),
         };
@@ -84,7 +88,7 @@ fn plan(seed: u64) -> Plan {
         batch: 1 + r.below(4) as usize,
         fail_rate: [0, 0, 10, 30][r.below(4) as usize],
         slow_rate: [0, 5, 20][r.below(3) as usize],
-        wire: r.below(4) == 0,
+        split_reads: r.below(4) == 0,
         strategy,
         bursts,
         faults,
@@ -96,7 +100,7 @@ fn run(seed: u64) -> Result<u64, String> {
     let (fail, slow, long, poison) = (p.fail_rate, p.slow_rate, p.long_batches, p.poison);
     let mut b = Sim::builder(seed)
         .jitter(Duration::from_millis(3))
-        .wire_roundtrip(p.wire)
+        .split_reads(p.split_reads)
         .broker_config(SimBrokerConfig {
             delay_levels_ms: vec![1000; 18],
             hold_check_interval: Duration::ZERO,

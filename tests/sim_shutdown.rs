@@ -27,7 +27,11 @@ fn shutdown_waits_for_in_flight_batches_then_persists_and_unregisters() {
     let t = sim.transcript(c);
     let shutdown_part: Vec<_> = t.iter().skip_while(|s| *s != "Transmit:UpdateConsumerOffset").collect();
     assert!(shutdown_part.iter().any(|s| *s == "Transmit:UnregisterClient"));
-    assert_eq!(t.last().map(String::as_str), Some("Event:Terminated"));
+    // The consumer's last event, then the driver closes its links and reports the end.
+    let after: Vec<&str> =
+        t.iter().skip_while(|s| *s != "Event:Terminated").skip(1).map(String::as_str).collect();
+    assert_eq!(after.last(), Some(&"Terminated"), "{after:?}");
+    assert!(after[..after.len() - 1].iter().all(|s| *s == "Close") && after.len() > 1, "{after:?}");
     assert!(sim.events(c).contains(&Event::Terminated));
 }
 
@@ -67,7 +71,7 @@ fn input_after_termination_is_refused_and_changes_nothing() {
     let mut fresh = rocketmq_push_core::Consumer::new(consumer, now);
     fresh.handle(Input::Command(Command::Shutdown), now).unwrap();
     // A just-started consumer with nothing registered terminates at once.
-    while fresh.poll_action().is_some() {}
+    while fresh.poll_output().is_some() {}
     assert!(fresh.is_terminated());
     assert_eq!(fresh.handle(Input::Command(Command::Resume), now), Err(UsageError::Terminated));
     assert_eq!(fresh.poll_timeout(), None);

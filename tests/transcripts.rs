@@ -1,4 +1,4 @@
-//! Golden transcripts: the exact sequence of actions for key scenarios. A behaviour change shows
+//! Golden transcripts: the exact sequence of a driver's outputs for key scenarios. A behaviour change shows
 //! up here as a readable diff; update the golden lists on purpose (run with `--nocapture` to see
 //! the actual sequence). Runs of one action are folded as `Name×n`.
 
@@ -35,7 +35,10 @@ fn startup_then_consume_four_messages() {
     check(
         sim.transcript(c),
         &[
+            // The name server link: connected, then both queued route queries written at once.
+            "Connect",
             "Transmit:GetRouteInfoByTopic×2",
+            "Connect",
             "Transmit:HeartBeat",
             "Transmit:GetConsumerListByGroup",
             "Transmit:QueryConsumerOffset×2",
@@ -44,9 +47,9 @@ fn startup_then_consume_four_messages() {
             "Transmit:PullMessage",
             "Transmit:UpdateConsumerOffset",
             "Transmit:PullMessage",
-            "Dispatch×2",
+            "Consume×2",
             "Transmit:PullMessage",
-            "Dispatch×2",
+            "Consume×2",
             "Transmit:PullMessage",
         ],
     );
@@ -68,6 +71,12 @@ fn graceful_shutdown() {
     sim.run_until(|s| s.consumer(c).unwrap().is_terminated(), Duration::from_secs(10)).unwrap();
     check(
         &sim.transcript(c)[before..],
-        &["Transmit:UpdateConsumerOffset", "Transmit:UnregisterClient", "Event:Terminated"],
+        &[
+            "Transmit:UpdateConsumerOffset",
+            "Transmit:UnregisterClient",
+            "Event:Terminated",
+            "Close×2",
+            "Terminated",
+        ],
     );
 }

@@ -10,6 +10,9 @@
 
 mod binary_header;
 mod json_header;
+mod outbound;
+
+pub use outbound::Outbound;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 

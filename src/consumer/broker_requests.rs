@@ -7,7 +7,7 @@ use super::Consumer;
 use super::lifecycle::RunState;
 use super::queues::Phase;
 use crate::config::ConsumeMode;
-use crate::event::{Batch, BatchKind, Event, PeerAddr, Request};
+use crate::event::{Batch, BatchKind, PeerAddr, Request};
 use crate::message::{MessageQueue, decode_message};
 use crate::protocol::body::{
     ConsumeStats, ConsumerRunningInfo, GetConsumerStatusBody, JsonBody, ProcessQueueInfo, ResetOffsetBody,
@@ -26,7 +26,7 @@ impl Consumer {
                     self.request_rebalance();
                 }
             }
-            Some(RequestCode::ResetConsumerClientOffset) => self.on_reset_offset(&cmd),
+            Some(RequestCode::ResetConsumerClientOffset) => self.on_reset_offset(peer, &cmd),
             Some(RequestCode::GetConsumerStatusFromClient) => self.answer_consumer_status(peer, &cmd),
             Some(RequestCode::GetConsumerRunningInfo) => self.answer_running_info(peer, &cmd),
             Some(RequestCode::ConsumeMessageDirectly) => self.consume_directly(peer, &cmd),
@@ -62,25 +62,20 @@ impl Consumer {
     /// RESET_CONSUMER_CLIENT_OFFSET (4.9 brokers, and 5.x with server-side reset off): every held
     /// queue in the table restarts at its new offset, which is committed (lower or higher). Work
     /// in flight for those queues is discarded.
-    fn on_reset_offset(&mut self, cmd: &RemotingCommand) {
+    fn on_reset_offset(&mut self, peer: PeerAddr, cmd: &RemotingCommand) {
         if self.state != RunState::Running {
             return;
         }
-        let Ok(h) = cmd.header::<ResetOffsetRequestHeader>() else { return };
+        let h = match cmd.header::<ResetOffsetRequestHeader>() {
+            Ok(h) => h,
+            Err(e) => return self.emit_malformed(peer, RequestCode::ResetConsumerClientOffset, e),
+        };
         if h.group != self.group {
             return;
         }
         let body = match ResetOffsetBody::decode(&cmd.body) {
             Ok(b) => b,
-            Err(e) => {
-                self.emit(Event::BrokerError {
-                    peer: PeerAddr::new("broker"),
-                    request_code: cmd.code,
-                    code: 0,
-                    remark: format!("unreadable reset-offset body: {e}"),
-                });
-                return;
-            }
+            Err(e) => return self.emit_malformed(peer, RequestCode::ResetConsumerClientOffset, e),
         };
         for (mq, offset) in body.offset_table {
             if offset < 0 {

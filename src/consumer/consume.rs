@@ -13,14 +13,14 @@ use super::requests::{Failure, PendingKind};
 use crate::config::ConsumeMode;
 use crate::error::UsageError;
 use crate::event::{
-    Action, Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, Messages, PeerAddr, Request,
+    Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, Messages, Output, PeerAddr, Request,
 };
 use crate::message::{Message, keys};
 use crate::process_queue::EntryState;
 use crate::producer::{CLIENT_INNER_PRODUCER_GROUP, retry_topic, send_message_parts};
 use crate::protocol::body::{CMResult, ConsumeMessageDirectlyResult, JsonBody, MessageModel};
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
-use crate::protocol::{RemotingCommand, ResponseCode, SerializeType};
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
 use crate::timer::{QueueKey, Timer};
 
 /// A batch handed to user code.
@@ -119,11 +119,11 @@ impl Consumer {
             }
         }
         let kind = if orderly { BatchKind::Orderly } else { BatchKind::Concurrent };
-        self.actions.push_back(Action::Dispatch(Batch { id, queue, messages, kind }));
+        self.outputs.push_back(Output::Consume(Batch { id, queue, messages, kind }));
         (Some(id), used)
     }
 
-    pub(super) fn on_consume_result(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
+    pub(super) fn on_consumed(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
         if let Some(d) = self.direct.remove(&id) {
             self.reply_direct(d, result);
             return Ok(());
@@ -205,13 +205,17 @@ impl Consumer {
     pub(super) fn on_send_back(
         &mut self,
         id: u64,
-        _peer: &PeerAddr,
+        peer: &PeerAddr,
         result: Result<RemotingCommand, Failure>,
     ) {
         match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => self.finish_send_back(id),
             // An error answer, a timeout or a lost connection: re-send it as a normal message.
-            _ => self.retry_send(id),
+            Ok(cmd) => {
+                self.emit_broker_error(peer.clone(), RequestCode::ConsumerSendMsgBack, &cmd);
+                self.retry_send(id)
+            }
+            Err(_) => self.retry_send(id),
         }
     }
 
@@ -280,12 +284,16 @@ impl Consumer {
     pub(super) fn on_retry_send(
         &mut self,
         id: u64,
-        _peer: &PeerAddr,
+        peer: &PeerAddr,
         result: Result<RemotingCommand, Failure>,
     ) {
         match result {
             Ok(cmd) if ResponseCode::is_send_ok(cmd.code) => self.finish_send_back(id),
-            _ => self.local_retry(id),
+            Ok(cmd) => {
+                self.emit_broker_error(peer.clone(), RequestCode::SendMessageV2, &cmd);
+                self.local_retry(id)
+            }
+            Err(_) => self.local_retry(id),
         }
     }
 
@@ -381,7 +389,7 @@ impl Consumer {
                 started: self.now,
             },
         );
-        self.actions.push_back(Action::Dispatch(Batch { id, ..batch }));
+        self.outputs.push_back(Output::Consume(Batch { id, ..batch }));
     }
 
     fn reply_direct(&mut self, d: DirectReply, result: ConsumeResult) {

@@ -141,23 +141,13 @@ impl Consumer {
                 match LockBatchResponseBody::decode(&cmd.body) {
                     Ok(b) => Some(b.lock_ok_mq_set),
                     Err(e) => {
-                        self.emit(Event::BrokerError {
-                            peer: peer.clone(),
-                            request_code: RequestCode::LockBatchMq as i32,
-                            code: cmd.code,
-                            remark: format!("unreadable lock answer: {e}"),
-                        });
+                        self.emit_malformed(peer.clone(), RequestCode::LockBatchMq, e);
                         None
                     }
                 }
             }
             Ok(cmd) => {
-                self.emit(Event::BrokerError {
-                    peer: peer.clone(),
-                    request_code: RequestCode::LockBatchMq as i32,
-                    code: cmd.code,
-                    remark: cmd.remark_str().to_owned(),
-                });
+                self.emit_broker_error(peer.clone(), RequestCode::LockBatchMq, &cmd);
                 None
             }
             Err(_) => None,

@@ -1,5 +1,7 @@
-//! The sequencer: the only module that decides. It routes every input to the piece that handles
-//! it and is the only place that pushes actions. The other modules are pure pieces it calls.
+//! The sequencer: `consumer/` is the only part of the crate that decides, and the only one that
+//! emits outputs. This file routes every input to the file that handles it; the pieces outside
+//! `consumer/` (process queue, allocation strategies, codec, protocol, timers) are pure and are
+//! called from here.
 //!
 //! ```text
 //! handle(Frame)            ─ response? ─ requests.rs: pending table ─┬─ routes.rs     (route, heartbeat)
@@ -34,7 +36,7 @@ use hashbrown::HashMap;
 
 use crate::config::ConsumerConfig;
 use crate::error::UsageError;
-use crate::event::{Action, BatchId, DisconnectReason, Event, Input, PeerAddr};
+use crate::event::{BatchId, DisconnectReason, Event, Input, Output, PeerAddr};
 use crate::message::MessageQueue;
 use crate::namespace::Namespace;
 use crate::protocol::body::{HeartbeatData, SubscriptionData};
@@ -76,7 +78,7 @@ pub struct QueueSnapshot {
 /// The push consumer state machine.
 ///
 /// Drive it as the crate docs describe: feed inputs with [`handle`](Self::handle) and
-/// [`handle_timeout`](Self::handle_timeout), then drain [`poll_action`](Self::poll_action) and sleep
+/// [`handle_timeout`](Self::handle_timeout), then drain [`poll_output`](Self::poll_output) and sleep
 /// until [`poll_timeout`](Self::poll_timeout) or the next input.
 pub struct Consumer {
     cfg: ConsumerConfig,
@@ -87,7 +89,7 @@ pub struct Consumer {
     now: Instant,
     state: RunState,
     paused: bool,
-    actions: VecDeque<Action>,
+    outputs: VecDeque<Output>,
     timers: TimerQueue,
     // requests
     pending: HashMap<i32, Pending>,
@@ -140,7 +142,7 @@ impl Consumer {
             now,
             state: RunState::Running,
             paused: false,
-            actions: VecDeque::new(),
+            outputs: VecDeque::new(),
             timers: TimerQueue::default(),
             pending: HashMap::new(),
             next_opaque: 1,
@@ -196,20 +198,13 @@ impl Consumer {
                     self.on_broker_request(peer, command);
                 }
             }
-            Input::Connected { .. } => {}
             Input::Disconnected { peer, reason } => {
                 if reason != DisconnectReason::Requested {
-                    let reason = match reason {
-                        DisconnectReason::Closed => "closed by the peer".to_owned(),
-                        DisconnectReason::ConnectFailed(e) => format!("connect failed: {e}"),
-                        DisconnectReason::Decode(e) => format!("undecodable bytes: {e}"),
-                        other => format!("{other:?}"),
-                    };
                     self.emit(Event::ConnectionLost { peer: peer.clone(), reason });
                 }
                 self.on_disconnected(&peer)
             }
-            Input::ConsumeResult { batch, result } => self.on_consume_result(batch, result)?,
+            Input::Consumed { batch, result } => self.on_consumed(batch, result)?,
             Input::Command(cmd) => self.on_command(cmd)?,
         }
         self.check_shutdown();
@@ -230,8 +225,8 @@ impl Consumer {
 
     /// The next action, in a deterministic order.
     #[must_use]
-    pub fn poll_action(&mut self) -> Option<Action> {
-        self.actions.pop_front()
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) wants to run next; `None` once terminated.
@@ -291,7 +286,7 @@ impl Consumer {
         &self.stats
     }
 
-    /// Broadcasting: hand back the offsets last persisted with [`Action::PersistLocalOffsets`].
+    /// Broadcasting: hand back the offsets last persisted with [`Output::PersistLocalOffsets`].
     /// Call before the first `handle`; they are used as the stored offsets of those queues.
     pub fn restore_local_offsets(&mut self, offsets: impl IntoIterator<Item = (MessageQueue, i64)>) {
         self.local_offsets.extend(offsets.into_iter().filter(|(_, o)| *o >= 0));
@@ -310,7 +305,7 @@ impl Consumer {
     }
 
     fn emit(&mut self, event: Event) {
-        self.actions.push_back(Action::Event(event));
+        self.outputs.push_back(Output::Event(event));
     }
 
     fn on_timer(&mut self, timer: Timer) {

@@ -4,11 +4,11 @@
 
 use super::Consumer;
 use super::requests::{Failure, PendingKind};
-use crate::event::{Action, PeerAddr, Request};
+use crate::event::{Output, PeerAddr, Request};
 use crate::message::MessageQueue;
 use crate::protocol::body::MessageModel;
 use crate::protocol::header::UpdateConsumerOffsetRequestHeader;
-use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::timer::{QueueKey, Timer};
 
 /// Why an offset is persisted.
@@ -121,7 +121,7 @@ impl Consumer {
         if self.local_offsets_dirty {
             self.local_offsets_dirty = false;
             let table = self.local_offsets.iter().map(|(q, o)| (q.clone(), *o)).collect();
-            self.actions.push_back(Action::PersistLocalOffsets(table));
+            self.outputs.push_back(Output::PersistLocalOffsets(table));
         }
     }
 
@@ -130,14 +130,18 @@ impl Consumer {
         key: QueueKey,
         offset: i64,
         shutdown: bool,
-        _peer: &PeerAddr,
+        peer: &PeerAddr,
         result: Result<RemotingCommand, Failure>,
     ) {
+        let ok = matches!(&result, Ok(cmd) if cmd.code == ResponseCode::Success as i32);
         if let Some(q) = self.queues.get_mut(key) {
             q.persist_in_flight = false;
-            if matches!(&result, Ok(cmd) if cmd.code == ResponseCode::Success as i32) {
+            if ok {
                 q.offset.persisted(offset);
             }
+        }
+        if let (Ok(cmd), false) = (&result, ok) {
+            self.emit_broker_error(peer.clone(), RequestCode::UpdateConsumerOffset, cmd);
         }
         if shutdown {
             self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);

@@ -136,12 +136,7 @@ impl Consumer {
             ) => match cmd.header::<PullMessageResponseHeader>() {
                 Ok(h) => Some(h),
                 Err(e) => {
-                    self.emit(Event::BrokerError {
-                        peer: peer.clone(),
-                        request_code: crate::RequestCode::PullMessage as i32,
-                        code: cmd.code,
-                        remark: e.to_string(),
-                    });
+                    self.emit_malformed(peer.clone(), crate::RequestCode::PullMessage, e);
                     None
                 }
             },
@@ -169,12 +164,7 @@ impl Consumer {
                         // The broker does not know our subscription: heartbeat before the next pull.
                         self.mark_unregistered(peer);
                     }
-                    self.emit(Event::BrokerError {
-                        peer: peer.clone(),
-                        request_code: crate::RequestCode::PullMessage as i32,
-                        code: cmd.code,
-                        remark: cmd.remark_str().to_owned(),
-                    });
+                    self.emit_broker_error(peer.clone(), crate::RequestCode::PullMessage, &cmd);
                     self.cfg.pull_time_delay_when_exception
                 }
             };
@@ -202,7 +192,7 @@ impl Consumer {
                 // Never skip what cannot be read: report, keep the offset, try again.
                 let queue = self.queues.get(key).map(|q| q.user_mq.clone());
                 if let Some(queue) = queue {
-                    self.emit(Event::CorruptPull { queue, error: e.to_string() });
+                    self.emit(Event::CorruptPull { queue, error: e });
                 }
                 self.stats.pull_errors += 1;
                 return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);

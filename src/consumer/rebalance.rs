@@ -16,7 +16,7 @@ use crate::protocol::header::{
     GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,
     QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
 };
-use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::protocol::{Code, RemotingCommand, RequestCode, ResponseCode};
 use crate::timer::{QueueKey, Timer};
 
 /// Java's `rocketmq.client.rebalance.minInterval`: passes at least this far apart.
@@ -92,12 +92,7 @@ impl Consumer {
                 match GetConsumerListByGroupResponseBody::decode(&cmd.body) {
                     Ok(b) => Some(b.consumer_id_list),
                     Err(e) => {
-                        self.emit(Event::BrokerError {
-                            peer: peer.clone(),
-                            request_code: RequestCode::GetConsumerListByGroup as i32,
-                            code: cmd.code,
-                            remark: format!("unreadable consumer list: {e}"),
-                        });
+                        self.emit_malformed(peer.clone(), RequestCode::GetConsumerListByGroup, e);
                         None
                     }
                 }
@@ -105,12 +100,7 @@ impl Consumer {
             Ok(cmd) => {
                 // "no consumer for this group": the broker lost our registration.
                 self.mark_unregistered(peer);
-                self.emit(Event::BrokerError {
-                    peer: peer.clone(),
-                    request_code: RequestCode::GetConsumerListByGroup as i32,
-                    code: cmd.code,
-                    remark: cmd.remark_str().to_owned(),
-                });
+                self.emit_broker_error(peer.clone(), RequestCode::GetConsumerListByGroup, &cmd);
                 None
             }
             Err(_) => None,
@@ -226,7 +216,7 @@ impl Consumer {
     pub(super) fn on_query_offset(
         &mut self,
         key: QueueKey,
-        _peer: &PeerAddr,
+        peer: &PeerAddr,
         result: Result<RemotingCommand, Failure>,
     ) {
         if self.queues.get(key).is_none_or(|q| q.phase != Phase::ComputingOffset) {
@@ -237,11 +227,18 @@ impl Consumer {
             {
                 Ok(h) if h.offset >= 0 => self.start_at(key, h.offset, true),
                 Ok(_) => self.no_stored_offset(key),
-                Err(_) => self.retry_start_offset(key),
+                Err(e) => {
+                    self.emit_malformed(peer.clone(), RequestCode::QueryConsumerOffset, e);
+                    self.retry_start_offset(key)
+                }
             },
             Ok(cmd) if cmd.code == ResponseCode::QueryNotFound as i32 => self.no_stored_offset(key),
             // Any other answer, a timeout or a lost connection is not "no offset": retry.
-            _ => self.retry_start_offset(key),
+            Ok(cmd) => {
+                self.emit_broker_error(peer.clone(), RequestCode::QueryConsumerOffset, &cmd);
+                self.retry_start_offset(key)
+            }
+            Err(_) => self.retry_start_offset(key),
         }
     }
 
@@ -303,8 +300,8 @@ impl Consumer {
     pub(super) fn on_found_start_offset(
         &mut self,
         key: QueueKey,
-        _peer: &PeerAddr,
-        _code: i32,
+        peer: &PeerAddr,
+        request: Code<RequestCode>,
         result: Result<RemotingCommand, Failure>,
     ) {
         if self.queues.get(key).is_none_or(|q| q.phase != Phase::ComputingOffset) {
@@ -314,9 +311,17 @@ impl Consumer {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => match cmd.header::<OffsetResponseHeader>()
             {
                 Ok(h) if h.offset >= 0 => self.start_at(key, h.offset, false),
-                _ => self.retry_start_offset(key),
+                Ok(_) => self.retry_start_offset(key),
+                Err(e) => {
+                    self.emit_malformed(peer.clone(), request, e);
+                    self.retry_start_offset(key)
+                }
             },
-            _ => self.retry_start_offset(key),
+            Ok(cmd) => {
+                self.emit_broker_error(peer.clone(), request, &cmd);
+                self.retry_start_offset(key)
+            }
+            Err(_) => self.retry_start_offset(key),
         }
     }
 

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use super::Consumer;
-use crate::event::{Action, Event, PeerAddr, Request, Transmit};
-use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::event::{Event, MalformedFrame, Output, PeerAddr, Request, Transmit};
+use crate::protocol::{Code, RemotingCommand, RequestCode, ResponseCode};
 use crate::timer::{QueueKey, Timer};
 
 /// What a pending request was for: where its answer goes.
@@ -61,7 +61,7 @@ pub(super) enum PendingKind {
 #[derive(Debug)]
 pub(super) struct Pending {
     pub(super) peer: PeerAddr,
-    pub(super) code: i32,
+    pub(super) code: Code<RequestCode>,
     pub(super) kind: PendingKind,
 }
 
@@ -121,7 +121,7 @@ impl Consumer {
         let code = request.code();
         self.pending.insert(opaque, Pending { peer: peer.clone(), code, kind });
         self.timers.set(Timer::Request(opaque), self.now + timeout);
-        self.actions.push_back(Action::Transmit(Box::new(Transmit {
+        self.outputs.push_back(Output::Transmit(Box::new(Transmit {
             peer,
             opaque,
             oneway: false,
@@ -134,7 +134,7 @@ impl Consumer {
     pub(super) fn transmit_oneway(&mut self, peer: PeerAddr, request: Request) {
         let opaque = if matches!(request, Request::Reply(_)) { 0 } else { self.next_opaque() };
         let oneway = !matches!(request, Request::Reply(_));
-        self.actions.push_back(Action::Transmit(Box::new(Transmit {
+        self.outputs.push_back(Output::Transmit(Box::new(Transmit {
             peer,
             opaque,
             oneway,
@@ -251,15 +251,8 @@ impl Consumer {
 
     pub(super) fn on_failure(&mut self, p: Pending, f: Failure) {
         match &f {
-            Failure::Timeout => {
-                self.emit(Event::RequestTimeout { peer: p.peer.clone(), request_code: p.code })
-            }
-            Failure::Code(cmd) => self.emit(Event::BrokerError {
-                peer: p.peer.clone(),
-                request_code: p.code,
-                code: cmd.code,
-                remark: cmd.remark_str().to_owned(),
-            }),
+            Failure::Timeout => self.emit(Event::RequestTimeout { peer: p.peer.clone(), request: p.code }),
+            Failure::Code(cmd) => self.emit_broker_error(p.peer.clone(), p.code, cmd),
             Failure::Disconnected => {}
         }
         match p.kind {
@@ -280,6 +273,27 @@ impl Consumer {
             PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Err(f)),
             PendingKind::Unlock { mqs, shutdown } => self.on_unlock(&mqs, shutdown),
         }
+    }
+
+    /// Report an error answer to `request`.
+    pub(super) fn emit_broker_error(
+        &mut self,
+        peer: PeerAddr,
+        request: impl Into<Code<RequestCode>>,
+        cmd: &RemotingCommand,
+    ) {
+        let (request, code) = (request.into(), Code::from_i32(cmd.code));
+        self.emit(Event::BrokerError { peer, request, code, remark: cmd.remark_str().to_owned() });
+    }
+
+    /// Report a frame from `peer` whose header or body did not read.
+    pub(super) fn emit_malformed(
+        &mut self,
+        peer: PeerAddr,
+        request: impl Into<Code<RequestCode>>,
+        error: impl Into<MalformedFrame>,
+    ) {
+        self.emit(Event::Malformed { peer, request: request.into(), error: error.into() });
     }
 
     pub(super) fn on_request_timeout(&mut self, opaque: i32) {

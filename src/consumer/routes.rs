@@ -90,12 +90,7 @@ impl Consumer {
             }
             Ok(cmd) => {
                 let peer = self.name_server();
-                self.emit(Event::BrokerError {
-                    peer,
-                    request_code: crate::RequestCode::GetRouteInfoByTopic as i32,
-                    code: cmd.code,
-                    remark: cmd.remark_str().to_owned(),
-                });
+                self.emit_broker_error(peer, crate::RequestCode::GetRouteInfoByTopic, &cmd);
                 self.name_server_index += 1;
                 return;
             }
@@ -109,12 +104,7 @@ impl Consumer {
             Ok(d) => d,
             Err(e) => {
                 let peer = self.name_server();
-                self.emit(Event::BrokerError {
-                    peer,
-                    request_code: crate::RequestCode::GetRouteInfoByTopic as i32,
-                    code: cmd.code,
-                    remark: format!("unreadable route: {e}"),
-                });
+                self.emit_malformed(peer, crate::RequestCode::GetRouteInfoByTopic, e);
                 return;
             }
         };
@@ -199,12 +189,7 @@ impl Consumer {
         match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => self.on_registered(peer, cmd.version),
             Ok(cmd) => {
-                self.emit(Event::BrokerError {
-                    peer: peer.clone(),
-                    request_code: crate::RequestCode::HeartBeat as i32,
-                    code: cmd.code,
-                    remark: cmd.remark_str().to_owned(),
-                });
+                self.emit_broker_error(peer.clone(), crate::RequestCode::HeartBeat, &cmd);
                 self.fail_parked(peer);
             }
             Err(_) => self.fail_parked(peer),

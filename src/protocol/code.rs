@@ -3,6 +3,8 @@
 //! Only the codes a push consumer, its fallback producer, the tests and `rmqcat` use are named.
 //! Any other code still travels as a plain `i32` in [`RemotingCommand::code`](super::RemotingCommand).
 
+use std::fmt;
+
 macro_rules! codes {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $value:expr, $java:literal;)* }) => {
         $(#[$meta])*
@@ -29,6 +31,18 @@ macro_rules! codes {
                 match self {
                     $(Self::$variant => $java,)*
                 }
+            }
+        }
+
+        impl NamedCode for $name {
+            fn from_i32(value: i32) -> Option<Self> {
+                Self::from_i32(value)
+            }
+            fn value(self) -> i32 {
+                self as i32
+            }
+            fn java_name(self) -> &'static str {
+                Self::java_name(self)
             }
         }
     };
@@ -158,6 +172,71 @@ codes! {
     }
 }
 
+/// A code type with Java names: [`RequestCode`] or [`ResponseCode`].
+pub trait NamedCode: Copy + fmt::Debug + PartialEq + Eq + std::hash::Hash {
+    /// The named code for a wire value.
+    fn from_i32(value: i32) -> Option<Self>;
+    /// The wire value.
+    fn value(self) -> i32;
+    /// The Java constant name.
+    fn java_name(self) -> &'static str;
+}
+
+/// A code as it came off the wire: named when this crate knows it, else the raw value. Peers
+/// may send any code; events carry this instead of a bare `i32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code<T> {
+    /// A code this crate names.
+    Known(T),
+    /// Any other value.
+    Unknown(i32),
+}
+
+impl<T: NamedCode> Code<T> {
+    /// Classify a wire value.
+    pub fn from_i32(value: i32) -> Self {
+        T::from_i32(value).map_or(Self::Unknown(value), Self::Known)
+    }
+
+    /// The wire value.
+    pub fn value(self) -> i32 {
+        match self {
+            Self::Known(c) => c.value(),
+            Self::Unknown(v) => v,
+        }
+    }
+
+    /// The named code, if any.
+    pub fn known(self) -> Option<T> {
+        match self {
+            Self::Known(c) => Some(c),
+            Self::Unknown(_) => None,
+        }
+    }
+}
+
+impl<T: NamedCode> From<T> for Code<T> {
+    fn from(c: T) -> Self {
+        Self::Known(c)
+    }
+}
+
+impl<T: NamedCode> PartialEq<T> for Code<T> {
+    fn eq(&self, other: &T) -> bool {
+        *self == Self::Known(*other)
+    }
+}
+
+impl<T: NamedCode> fmt::Display for Code<T> {
+    /// `PULL_NOT_FOUND (19)`, or the bare value when unnamed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Known(c) => write!(f, "{} ({})", c.java_name(), c.value()),
+            Self::Unknown(v) => write!(f, "{v}"),
+        }
+    }
+}
+
 impl ResponseCode {
     /// Codes a send treats as stored (`SendStatus` other than an error).
     pub fn is_send_ok(code: i32) -> bool {
@@ -187,5 +266,14 @@ mod tests {
         for c in ResponseCode::ALL {
             assert_eq!(ResponseCode::from_i32(*c as i32), Some(*c));
         }
+    }
+
+    #[test]
+    fn unnamed_codes_keep_their_value() {
+        let c = Code::<ResponseCode>::from_i32(19);
+        assert_eq!(c, ResponseCode::PullNotFound);
+        assert_eq!(c.to_string(), "PULL_NOT_FOUND (19)");
+        let u = Code::<ResponseCode>::from_i32(4242);
+        assert_eq!((u.known(), u.value(), u.to_string()), (None, 4242, "4242".to_owned()));
     }
 }

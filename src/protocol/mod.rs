@@ -8,7 +8,7 @@ pub mod header;
 mod language;
 
 pub use body::{BodyError, JsonBody};
-pub use code::{RequestCode, ResponseCode};
+pub use code::{Code, NamedCode, RequestCode, ResponseCode};
 pub use command::{CLIENT_VERSION, FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand};
 pub use ext::{CommandHeader, ExtFields, HeaderError};
 pub use header::{ExpressionType, PullSysFlag};

@@ -322,7 +322,7 @@ impl Checker {
         }
         // 3. Bounded caches.
         for (i, c) in sim.consumers.iter().enumerate() {
-            let Some(consumer) = &c.consumer else { continue };
+            let Some(consumer) = c.consumer() else { continue };
             let Some(group) = self.consumer_group.get(&i).and_then(|g| self.groups.get(g)) else { continue };
             for s in consumer.queue_snapshots() {
                 if s.cached_count > group.threshold + group.batch {

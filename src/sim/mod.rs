@@ -1,12 +1,14 @@
 //! Deterministic simulator (feature `sim`): fake name server and brokers, a network with faults,
-//! and real [`Consumer`](crate::Consumer)s driven through their public API — all on virtual time
-//! from a seed. Test support, public so that users can test their own listeners with it.
+//! and real [`Consumer`](crate::Consumer)s inside [`Driver`](crate::Driver)s, driven the way the
+//! adapters drive them — all on virtual time from a seed. Test support, public so that users can
+//! test their own listeners with it.
 //!
 //! ```text
-//!   Consumer ──Transmit──▶ Net (latency, jitter, FIFO per connection) ──▶ SimBroker / SimNameServer
+//!   Driver ──Connect──▶ connected or refused after a hop (broker down, Faults::refuse_connects)
+//!   Driver ──Write(bytes)──▶ Net (latency, jitter, FIFO per connection) ──▶ SimBroker / SimNameServer
 //!      ▲                                                                        │
-//!      └──Frame◀── faults: drop / duplicate / delay, resets, restarts ◀─────────┘
-//!   Dispatch ──▶ listener (verdict + how long it takes) ──▶ ConsumeResult at now + took
+//!      └──received(bytes, in pieces when reads are split)◀── drop / duplicate / delay, resets ◀──┘
+//!   Consume(batch) ──▶ listener (verdict + how long it takes) ──▶ consumed(batch) at now + took
 //! ```
 //!
 //! Time is `t0 + virtual elapsed` and moves only when [`Sim::step`] jumps to the earliest pending

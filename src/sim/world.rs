@@ -1,21 +1,22 @@
 //! The simulated world: the network between consumers and servers, scheduled faults, the
-//! listener, and the stepping loop.
+//! listener, and the stepping loop. Consumers run inside a [`Driver`], exactly as adapters run
+//! them: links are connected (or refused) after a hop, every frame goes out as bytes finished by
+//! the driver and comes back as bytes the driver frames, in pieces when reads are split.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use super::broker::{ConnId, SimBroker, SimBrokerConfig};
 use super::invariants::Checker;
 use super::name_server::SimNameServer;
 use super::rng::SimRng;
-use crate::codec::RemotingCodec;
+use crate::codec::{RemotingCodec, encode_to_bytes};
 use crate::config::ConsumerConfigBuilder;
-use crate::event::{
-    Action, Batch, BatchId, ConsumeResult, DisconnectReason, Event, Input, PeerAddr, Transmit,
-};
+use crate::driver::{Driver, DriverOutput, LinkId};
+use crate::event::{Batch, BatchId, ConsumeResult, Event, IoFailure, PeerAddr};
 use crate::message::{Message, MessageQueue, keys};
 use crate::protocol::RemotingCommand;
 use crate::{ClientId, Command, Consumer};
@@ -54,6 +55,8 @@ pub struct Faults {
     pub lose_requests: &'static [i32],
     /// Answers to requests with these codes arrive with an unreadable body.
     pub garble_answers: &'static [i32],
+    /// Probability a connect is refused (the driver then backs off).
+    pub refuse_connects: f64,
 }
 
 /// A fault scheduled at a point in virtual time.
@@ -113,31 +116,57 @@ pub(super) enum Target {
     Broker(usize),
 }
 
+/// One simulated TCP connection, from a consumer's link to a server.
 #[derive(Debug)]
 pub(super) struct Conn {
     pub(super) consumer: usize,
-    pub(super) peer: PeerAddr,
+    incarnation: u32,
+    link: LinkId,
     pub(super) target: Target,
+    /// The connect was answered (and succeeded).
+    connected: bool,
     open: bool,
+    /// Bytes from the consumer not yet framed (the server's read buffer).
+    inbox: BytesMut,
     last_to_server: Instant,
     last_to_consumer: Instant,
 }
 
 #[derive(Debug)]
 enum Ev {
-    ToServer { conn: ConnId, cmd: RemotingCommand },
-    ToConsumer { conn: ConnId, cmd: RemotingCommand },
-    Disconnected { consumer: usize, incarnation: u32, peer: PeerAddr, reason: DisconnectReason },
-    ConsumeDone { consumer: usize, incarnation: u32, batch: BatchId, result: ConsumeResult },
+    ToServer {
+        conn: ConnId,
+        cmd: RemotingCommand,
+    },
+    ToConsumer {
+        conn: ConnId,
+        bytes: Bytes,
+    },
+    /// A connect attempt is answered: connected, or refused if the server is gone by then.
+    ConnectDone {
+        conn: ConnId,
+        refuse: Option<IoFailure>,
+    },
+    /// The server side closed the connection; the consumer's reader notices.
+    LinkClosed {
+        conn: ConnId,
+        error: Option<IoFailure>,
+    },
+    ConsumeDone {
+        consumer: usize,
+        incarnation: u32,
+        batch: BatchId,
+        result: ConsumeResult,
+    },
     BrokerUp(usize),
     Fault(Fault),
 }
 
 pub(super) struct SimConsumer {
     builder: ConsumerConfigBuilder,
-    pub(super) consumer: Option<Consumer>,
+    pub(super) driver: Option<Driver>,
     pub(super) incarnation: u32,
-    conns: BTreeMap<PeerAddr, ConnId>,
+    links: BTreeMap<LinkId, ConnId>,
     /// Batches dispatched and not yet answered.
     pub(super) outstanding: BTreeSet<BatchId>,
     local_offsets: Vec<(MessageQueue, i64)>,
@@ -146,12 +175,18 @@ pub(super) struct SimConsumer {
     replies: Vec<RemotingCommand>,
 }
 
+impl SimConsumer {
+    pub(super) fn consumer(&self) -> Option<&Consumer> {
+        self.driver.as_ref().map(Driver::consumer)
+    }
+}
+
 /// Builder for [`Sim`].
 pub struct SimBuilder {
     seed: u64,
     latency: Duration,
     jitter: Duration,
-    wire_roundtrip: bool,
+    split_reads: bool,
     broker_config: SimBrokerConfig,
     brokers: Vec<(String, Vec<(String, i32)>)>,
     listener: Option<Listener>,
@@ -160,7 +195,7 @@ pub struct SimBuilder {
 }
 
 impl SimBuilder {
-    /// Print every action of every consumer (also on with `SIM_TRACE=1`).
+    /// Print every output of every consumer (also on with `SIM_TRACE=1`).
     pub fn trace(mut self, on: bool) -> Self {
         self.trace = on;
         self
@@ -178,9 +213,11 @@ impl SimBuilder {
         self
     }
 
-    /// Encode and decode every frame through the codec (covers the wire format too).
-    pub fn wire_roundtrip(mut self, on: bool) -> Self {
-        self.wire_roundtrip = on;
+    /// Deliver the bytes of each frame a server sends in pieces cut at random points (small
+    /// frames, now and then, one byte at a time), as TCP reads may: the driver must reassemble
+    /// them.
+    pub fn split_reads(mut self, on: bool) -> Self {
+        self.split_reads = on;
         self
     }
 
@@ -228,7 +265,7 @@ impl SimBuilder {
             now: t0,
             latency: self.latency,
             jitter: self.jitter,
-            wire_roundtrip: self.wire_roundtrip,
+            split_reads: self.split_reads,
             faults: Faults::default(),
             garble: Default::default(),
             name_server: SimNameServer::new("127.0.0.1:9876"),
@@ -249,6 +286,7 @@ impl SimBuilder {
             trace: self.trace || std::env::var("SIM_TRACE").is_ok_and(|v| v == "1"),
             lean: false,
             consumed_count: 0,
+            codec: RemotingCodec::new(),
         }
     }
 }
@@ -261,7 +299,7 @@ pub struct Sim {
     now: Instant,
     latency: Duration,
     jitter: Duration,
-    wire_roundtrip: bool,
+    split_reads: bool,
     faults: Faults,
     /// (connection, opaque) of requests whose answers get garbled.
     garble: std::collections::HashSet<(ConnId, i32)>,
@@ -283,6 +321,8 @@ pub struct Sim {
     trace: bool,
     lean: bool,
     consumed_count: usize,
+    /// The servers' side of the wire: frames the consumers' drivers wrote.
+    codec: RemotingCodec,
 }
 
 impl fmt::Debug for Sim {
@@ -301,7 +341,7 @@ impl Sim {
             seed,
             latency: Duration::from_millis(1),
             jitter: Duration::ZERO,
-            wire_roundtrip: false,
+            split_reads: false,
             broker_config: SimBrokerConfig {
                 hold_check_interval: Duration::ZERO,
                 ..SimBrokerConfig::default()
@@ -343,9 +383,9 @@ impl Sim {
         let i = self.consumers.len();
         self.consumers.push(SimConsumer {
             builder,
-            consumer: None,
+            driver: None,
             incarnation: 0,
-            conns: BTreeMap::new(),
+            links: BTreeMap::new(),
             outstanding: BTreeSet::new(),
             local_offsets: Vec::new(),
             transcript: Vec::new(),
@@ -368,22 +408,23 @@ impl Sim {
             .build()
             .unwrap_or_else(|e| panic!("sim consumer {i}: {e}"));
         self.checker.consumer_started(i, &cfg);
-        let mut consumer = Consumer::new(cfg, self.now);
-        consumer.restore_local_offsets(c.local_offsets.clone());
-        c.consumer = Some(consumer);
+        let mut driver = Driver::new(Consumer::new(cfg, self.now));
+        driver.restore_local_offsets(c.local_offsets.clone());
+        c.driver = Some(driver);
         c.outstanding.clear();
+        c.links.clear();
         self.drain_consumer(i);
     }
 
     /// The consumer at `i`, if running.
     pub fn consumer(&self, i: usize) -> Option<&Consumer> {
-        self.consumers[i].consumer.as_ref()
+        self.consumers[i].consumer()
     }
 
     /// Send a command to consumer `i`.
     pub fn command(&mut self, i: usize, cmd: Command) {
-        if let Some(c) = self.consumers[i].consumer.as_mut() {
-            let _ = c.handle(Input::Command(cmd), self.now);
+        if let Some(d) = self.consumers[i].driver.as_mut() {
+            let _ = d.command(cmd, self.now);
         }
         self.drain_consumer(i);
     }
@@ -393,8 +434,8 @@ impl Sim {
         &self.consumers[i].events
     }
 
-    /// The names of the actions consumer `i` emitted, in order (`Transmit:PullMessage`,
-    /// `Dispatch`, `Event:QueuesAssigned`, …).
+    /// What consumer `i`'s driver did, in order: `Connect`, `Transmit:PullMessage` (one per
+    /// frame written), `Transmit:Reply`, `Consume`, `Close`, `Event:QueuesAssigned`, …
     pub fn transcript(&self, i: usize) -> &[String] {
         &self.consumers[i].transcript
     }
@@ -409,9 +450,9 @@ impl Sim {
         self.consumed_count
     }
 
-    /// Consumer `i` itself, bypassing the simulator's bookkeeping (for misuse tests).
-    pub fn consumer_mut(&mut self, i: usize) -> Option<&mut Consumer> {
-        self.consumers[i].consumer.as_mut()
+    /// Consumer `i`'s driver itself, bypassing the simulator's bookkeeping (for misuse tests).
+    pub fn driver_mut(&mut self, i: usize) -> Option<&mut Driver> {
+        self.consumers[i].driver.as_mut()
     }
 
     /// Turn off the broker-side commit invariant (for inputs that forge broker answers, which
@@ -425,14 +466,30 @@ impl Sim {
         &self.consumers[i].replies
     }
 
-    /// Hand consumer `i` a frame as if broker `b` sent it (admin relays such as running info,
-    /// consume directly and reset offset come this way from real brokers).
-    pub fn deliver_from_broker(&mut self, i: usize, b: usize, cmd: RemotingCommand) {
-        let peer = PeerAddr::new(self.brokers[b].addr());
-        if let Some(c) = self.consumers[i].consumer.as_mut() {
-            let _ = c.handle(Input::Frame { peer, command: cmd }, self.now);
+    /// Hand consumer `i` a frame as if broker `b` sent it on their open connection (admin relays
+    /// such as running info, consume directly and reset offset come this way from real
+    /// brokers). False when there is no such connection.
+    pub fn deliver_from_broker(&mut self, i: usize, b: usize, cmd: RemotingCommand) -> bool {
+        self.deliver_bytes_from_broker(i, b, &encode_to_bytes(&cmd))
+    }
+
+    /// Hand consumer `i` raw bytes as if broker `b` sent them on their open connection. False
+    /// when there is no such connection.
+    pub fn deliver_bytes_from_broker(&mut self, i: usize, b: usize, bytes: &[u8]) -> bool {
+        let conn = self
+            .conns
+            .iter()
+            .find(|(_, c)| c.open && c.connected && c.consumer == i && c.target == Target::Broker(b))
+            .map(|(_, c)| (c.link, c.incarnation));
+        let Some((link, incarnation)) = conn else { return false };
+        if self.consumers[i].incarnation != incarnation {
+            return false;
+        }
+        if let Some(d) = self.consumers[i].driver.as_mut() {
+            d.received(link, bytes, self.now);
         }
         self.drain_consumer(i);
+        true
     }
 
     /// Broker `i`.
@@ -490,12 +547,12 @@ impl Sim {
     /// Apply `fault` now.
     pub fn inject(&mut self, fault: Fault) {
         match fault {
-            Fault::ResetBroker(b) => self.reset_broker_conns(b, DisconnectReason::Closed),
+            Fault::ResetBroker(b) => self.reset_broker_conns(b),
             Fault::RestartBroker(b, down) => {
                 self.brokers[b].restart(self.now);
                 let name = self.brokers[b].name().to_owned();
                 self.checker.broker_restarted(&name);
-                self.reset_broker_conns(b, DisconnectReason::Closed);
+                self.reset_broker_conns(b);
                 if !down.is_zero() {
                     self.broker_up[b] = false;
                     self.schedule(self.now + down, Ev::BrokerUp(b));
@@ -503,7 +560,7 @@ impl Sim {
             }
             Fault::CrashConsumer(i) => self.crash_consumer(i),
             Fault::RestartConsumer(i) => {
-                if self.consumers[i].consumer.is_none() {
+                if self.consumers[i].driver.is_none() {
                     self.start_consumer(i);
                 }
             }
@@ -525,51 +582,49 @@ impl Sim {
 
     fn crash_consumer(&mut self, i: usize) {
         let c = &mut self.consumers[i];
-        if c.consumer.take().is_none() {
+        if c.driver.take().is_none() {
             return;
         }
         c.outstanding.clear();
         self.checker.consumer_gone(i);
-        let conns: Vec<ConnId> = std::mem::take(&mut c.conns).into_values().collect();
+        let conns: Vec<ConnId> = std::mem::take(&mut c.links).into_values().collect();
         for conn in conns {
-            self.close_conn(conn, false);
+            self.close_conn(conn, None);
         }
     }
 
-    fn reset_broker_conns(&mut self, b: usize, reason: DisconnectReason) {
+    /// The broker resets every connection to it: the consumers' reads fail.
+    fn reset_broker_conns(&mut self, b: usize) {
         let conns: Vec<ConnId> = self
             .conns
             .iter()
             .filter(|(_, c)| c.open && c.target == Target::Broker(b))
             .map(|(id, _)| *id)
             .collect();
+        let reset = IoFailure::new(std::io::ErrorKind::ConnectionReset, "connection reset by peer");
         for conn in conns {
-            self.close_conn_with(conn, true, reason.clone());
+            self.close_conn(conn, Some(Some(reset.clone())));
         }
     }
 
-    fn close_conn(&mut self, conn: ConnId, tell_consumer: bool) {
-        self.close_conn_with(conn, tell_consumer, DisconnectReason::Closed);
-    }
-
-    fn close_conn_with(&mut self, conn: ConnId, tell_consumer: bool, reason: DisconnectReason) {
+    /// Close `conn` on the server side. `tell`: report it to the consumer's driver (with the read
+    /// error, `None` for end of stream); `None` when the consumer closed it or is gone.
+    fn close_conn(&mut self, conn: ConnId, tell: Option<Option<IoFailure>>) {
         let Some(c) = self.conns.get_mut(&conn) else { return };
         if !c.open {
             return;
         }
         c.open = false;
-        let (consumer, peer, target) = (c.consumer, c.peer.clone(), c.target);
+        let (target, connected) = (c.target, c.connected);
         if let Target::Broker(b) = target {
             self.brokers[b].disconnect(conn, self.now);
             self.drain_broker(b);
         }
-        let sc = &mut self.consumers[consumer];
-        if sc.conns.get(&peer) == Some(&conn) {
-            sc.conns.remove(&peer);
-        }
-        if tell_consumer && sc.consumer.is_some() {
-            let incarnation = sc.incarnation;
-            self.schedule(self.now, Ev::Disconnected { consumer, incarnation, peer, reason });
+        // A connect still pending is refused when it is answered instead.
+        if let (Some(error), true) = (tell, connected) {
+            if self.live_consumer_of(conn).is_some() {
+                self.schedule(self.now, Ev::LinkClosed { conn, error });
+            }
         }
     }
 
@@ -583,16 +638,6 @@ impl Sim {
         self.latency + Duration::from_micros(self.rng.below(j + 1))
     }
 
-    fn roundtrip(&self, cmd: RemotingCommand) -> RemotingCommand {
-        if !self.wire_roundtrip {
-            return cmd;
-        }
-        let mut buf = BytesMut::new();
-        RemotingCodec::new().encode(&cmd, &mut buf);
-        // Frames this crate encodes always decode; anything else is a codec bug worth a panic here.
-        RemotingCodec::new().decode(&mut buf).expect("frame round trip").expect("whole frame")
-    }
-
     fn target_of(&self, peer: &PeerAddr) -> Option<Target> {
         if peer.as_str() == self.name_server.addr() {
             return Some(Target::NameServer);
@@ -600,67 +645,89 @@ impl Sim {
         self.brokers.iter().position(|b| b.addr() == peer.as_str()).map(Target::Broker)
     }
 
-    fn send_from_consumer(&mut self, i: usize, t: Transmit) {
-        let incarnation = self.consumers[i].incarnation;
-        let Some(target) = self.target_of(&t.peer) else {
-            let reason = DisconnectReason::ConnectFailed(format!("no server at {}", t.peer));
-            self.schedule(
-                self.now + self.latency,
-                Ev::Disconnected { consumer: i, incarnation, peer: t.peer, reason },
-            );
-            return;
+    /// A driver asked to connect `link` to `peer`: the answer comes after a hop.
+    fn connect(&mut self, i: usize, link: LinkId, peer: PeerAddr) {
+        let target = self.target_of(&peer);
+        let refused = |why: &str| Some(IoFailure::new(std::io::ErrorKind::ConnectionRefused, why));
+        let refuse = match target {
+            None => refused("no server at this address"),
+            Some(Target::Broker(b)) if !self.broker_up[b] => refused("connection refused"),
+            _ if self.rng.chance(self.faults.refuse_connects) => refused("connection refused (fault)"),
+            _ => None,
         };
-        if let Target::Broker(b) = target {
-            if !self.broker_up[b] {
-                let reason = DisconnectReason::ConnectFailed("connection refused".into());
-                self.schedule(
-                    self.now + self.latency,
-                    Ev::Disconnected { consumer: i, incarnation, peer: t.peer, reason },
-                );
-                return;
-            }
-        }
-        let conn = match self.consumers[i].conns.get(&t.peer) {
-            Some(c) => *c,
-            None => {
-                let id = ConnId(self.next_conn);
-                self.next_conn += 1;
-                self.conns.insert(
-                    id,
-                    Conn {
-                        consumer: i,
-                        peer: t.peer.clone(),
-                        target,
-                        open: true,
-                        last_to_server: self.now,
-                        last_to_consumer: self.now,
-                    },
-                );
-                self.consumers[i].conns.insert(t.peer.clone(), id);
-                id
-            }
-        };
-        let cmd = self.roundtrip(t.to_command());
-        if self.faults.lose_requests.contains(&cmd.code) {
-            return;
-        }
-        let broker = match target {
-            Target::Broker(b) => Some(self.brokers[b].name().to_owned()),
-            Target::NameServer => None,
-        };
-        self.checker.on_request(i, conn, broker.as_deref(), &cmd);
-        if self.faults.garble_answers.contains(&cmd.code) {
-            self.garble.insert((conn, cmd.opaque));
-        }
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.insert(
+            id,
+            Conn {
+                consumer: i,
+                incarnation: self.consumers[i].incarnation,
+                link,
+                target: target.unwrap_or(Target::NameServer),
+                connected: false,
+                open: true,
+                inbox: BytesMut::new(),
+                last_to_server: self.now,
+                last_to_consumer: self.now,
+            },
+        );
+        self.consumers[i].links.insert(link, id);
         let hop = self.hop();
-        let c = self.conns.get_mut(&conn).expect("connection just found");
-        let at = (self.now + hop).max(c.last_to_server);
-        c.last_to_server = at;
-        self.schedule(at, Ev::ToServer { conn, cmd });
+        self.schedule(self.now + hop, Ev::ConnectDone { conn: id, refuse });
     }
 
-    fn send_to_consumer(&mut self, conn: ConnId, cmd: RemotingCommand) {
-        if !self.conns.get(&conn).is_some_and(|c| c.open) {
+    /// Bytes a driver wrote to `link`: the server frames them and handles each request a hop
+    /// later.
+    fn write(&mut self, i: usize, link: LinkId, bytes: &[u8]) {
+        let Some(&conn) = self.consumers[i].links.get(&link) else { return };
+        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.open && c.connected) else { return };
+        c.inbox.extend_from_slice(bytes);
+        let mut frames = Vec::new();
+        loop {
+            match self.codec.decode(&mut c.inbox) {
+                Ok(Some(cmd)) => frames.push(cmd),
+                Ok(None) => break,
+                // The driver writes only frames the codec made: anything else is a bug here.
+                Err(e) => panic!("seed {}: consumer {i} wrote an undecodable frame: {e}", self.seed),
+            }
+        }
+        let target = c.target;
+        for cmd in frames {
+            let name = if cmd.is_response() {
+                "Reply".to_owned()
+            } else {
+                crate::RequestCode::from_i32(cmd.code)
+                    .map_or_else(|| cmd.code.to_string(), |r| format!("{r:?}"))
+            };
+            if self.trace {
+                let detail: String = format!("{cmd:?}").chars().take(600).collect();
+                println!("{:>10.3?} c{i} writes {name}: {detail}", self.elapsed());
+            }
+            self.consumers[i].transcript.push(format!("Transmit:{name}"));
+            if cmd.is_response() {
+                self.consumers[i].replies.push(cmd.clone());
+            }
+            if self.faults.lose_requests.contains(&cmd.code) {
+                continue;
+            }
+            let broker = match target {
+                Target::Broker(b) => Some(self.brokers[b].name().to_owned()),
+                Target::NameServer => None,
+            };
+            self.checker.on_request(i, conn, broker.as_deref(), &cmd);
+            if self.faults.garble_answers.contains(&cmd.code) {
+                self.garble.insert((conn, cmd.opaque));
+            }
+            let hop = self.hop();
+            let Some(c) = self.conns.get_mut(&conn) else { return };
+            let at = (self.now + hop).max(c.last_to_server);
+            c.last_to_server = at;
+            self.schedule(at, Ev::ToServer { conn, cmd });
+        }
+    }
+
+    fn send_to_consumer(&mut self, conn: ConnId, mut cmd: RemotingCommand) {
+        if !self.conns.get(&conn).is_some_and(|c| c.open && c.connected) {
             return;
         }
         if self.rng.chance(self.faults.drop) {
@@ -671,16 +738,40 @@ impl Sim {
         if self.rng.chance(self.faults.delay) {
             hop += self.faults.delay_by;
         }
-        let mut cmd = self.roundtrip(cmd);
         if cmd.is_response() && self.garble.remove(&(conn, cmd.opaque)) {
-            cmd.body = bytes::Bytes::from_static(b"{\"lockOKMQSet\":[{\"topic\":");
+            cmd.body = Bytes::from_static(b"{\"lockOKMQSet\":[{\"topic\":");
         }
+        let frame = encode_to_bytes(&cmd);
+        let pieces = self.cut(&frame);
         let c = self.conns.get_mut(&conn).expect("open connection");
         let at = (self.now + hop).max(c.last_to_consumer);
         c.last_to_consumer = at;
         for _ in 0..copies {
-            self.schedule(at, Ev::ToConsumer { conn, cmd: cmd.clone() });
+            for piece in &pieces {
+                self.schedule(at, Ev::ToConsumer { conn, bytes: piece.clone() });
+            }
         }
+    }
+
+    /// The pieces a reader gets `frame` in.
+    fn cut(&mut self, frame: &Bytes) -> Vec<Bytes> {
+        if !self.split_reads || frame.len() < 2 {
+            return vec![frame.clone()];
+        }
+        if frame.len() <= 256 && self.rng.below(8) == 0 {
+            return (0..frame.len()).map(|i| frame.slice(i..i + 1)).collect();
+        }
+        let mut cuts: Vec<usize> =
+            (0..self.rng.below(4)).map(|_| 1 + self.rng.below(frame.len() as u64 - 1) as usize).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut pieces = Vec::with_capacity(cuts.len() + 1);
+        let mut from = 0;
+        for at in cuts.into_iter().chain([frame.len()]) {
+            pieces.push(frame.slice(from..at));
+            from = at;
+        }
+        pieces
     }
 
     pub(super) fn drain_broker(&mut self, b: usize) {
@@ -689,49 +780,47 @@ impl Sim {
             self.send_to_consumer(out.conn, out.command);
         }
         while let Some(conn) = self.brokers[b].poll_closed() {
-            self.close_conn(conn, true);
+            self.close_conn(conn, Some(None));
         }
     }
 
     fn drain_consumer(&mut self, i: usize) {
         loop {
-            let Some(action) = self.consumers[i].consumer.as_mut().and_then(Consumer::poll_action) else {
+            let now = self.now;
+            let Some(out) = self.consumers[i].driver.as_mut().and_then(|d| d.poll_output(now)) else {
                 return;
             };
-            let name = match &action {
-                Action::Transmit(t) => format!("Transmit:{}", t.request.name()),
-                Action::Dispatch(_) => "Dispatch".to_owned(),
-                Action::Disconnect { .. } => "Disconnect".to_owned(),
-                Action::PersistLocalOffsets(_) => "PersistLocalOffsets".to_owned(),
-                Action::Event(e) => format!("Event:{}", event_name(e)),
-            };
-            if self.trace {
-                let detail = match &action {
-                    Action::Transmit(t) => format!("{:?}", t.request),
-                    other => format!("{other:?}"),
-                };
-                let detail: String = detail.chars().take(600).collect();
+            if self.trace && !matches!(out, DriverOutput::Write { .. }) {
+                let detail: String = format!("{out:?}").chars().take(600).collect();
                 println!("{:>10.3?} c{i}: {detail}", self.elapsed());
             }
-            self.consumers[i].transcript.push(name);
-            match action {
-                Action::Transmit(t) => {
-                    if let crate::Request::Reply(r) = &t.request {
-                        self.consumers[i].replies.push(r.clone());
+            let name = match &out {
+                DriverOutput::Connect { .. } => Some("Connect".to_owned()),
+                DriverOutput::Write { .. } => None,
+                DriverOutput::Close { .. } => Some("Close".to_owned()),
+                DriverOutput::Consume(_) => Some("Consume".to_owned()),
+                DriverOutput::PersistLocalOffsets(_) => Some("PersistLocalOffsets".to_owned()),
+                DriverOutput::Event(e) => Some(format!("Event:{}", event_name(e))),
+                DriverOutput::Terminated => Some("Terminated".to_owned()),
+            };
+            if let Some(name) = name {
+                self.consumers[i].transcript.push(name);
+            }
+            match out {
+                DriverOutput::Connect { link, peer } => self.connect(i, link, peer),
+                DriverOutput::Write { link, bytes } => self.write(i, link, &bytes),
+                DriverOutput::Close { link } => {
+                    if let Some(conn) = self.consumers[i].links.remove(&link) {
+                        self.close_conn(conn, None);
                     }
-                    self.send_from_consumer(i, *t)
                 }
-                Action::Dispatch(batch) => self.run_listener(i, batch),
-                Action::Disconnect { peer } => {
-                    if let Some(conn) = self.consumers[i].conns.get(&peer).copied() {
-                        self.close_conn(conn, true);
-                    }
-                }
-                Action::PersistLocalOffsets(table) => self.consumers[i].local_offsets = table,
-                Action::Event(e) => {
+                DriverOutput::Consume(batch) => self.run_listener(i, batch),
+                DriverOutput::PersistLocalOffsets(table) => self.consumers[i].local_offsets = table,
+                DriverOutput::Event(e) => {
                     self.checker.on_event(i, &e);
                     self.consumers[i].events.push(e);
                 }
+                DriverOutput::Terminated => {}
             }
         }
     }
@@ -785,7 +874,7 @@ impl Sim {
     /// The earliest thing that will happen.
     fn next_time(&self) -> Option<Instant> {
         let ev = self.events.keys().next().map(|(t, _)| *t);
-        let consumers = self.consumers.iter().filter_map(|c| c.consumer.as_ref()?.poll_timeout()).min();
+        let consumers = self.consumers.iter().filter_map(|c| c.driver.as_ref()?.poll_timeout()).min();
         let brokers = self.brokers.iter().filter_map(SimBroker::poll_timeout).min();
         [ev, consumers, brokers].into_iter().flatten().min()
     }
@@ -811,20 +900,25 @@ impl Sim {
             }
         }
         for i in 0..self.consumers.len() {
-            let due = self.consumers[i]
-                .consumer
-                .as_ref()
-                .and_then(Consumer::poll_timeout)
-                .is_some_and(|d| d <= self.now);
+            let now = self.now;
+            let due =
+                self.consumers[i].driver.as_ref().and_then(Driver::poll_timeout).is_some_and(|d| d <= now);
             if due {
-                if let Some(c) = self.consumers[i].consumer.as_mut() {
-                    c.handle_timeout(self.now);
+                if let Some(d) = self.consumers[i].driver.as_mut() {
+                    d.handle_timeout(now);
                 }
                 self.drain_consumer(i);
             }
         }
         self.check_invariants();
         true
+    }
+
+    /// The consumer a connection belongs to, if that incarnation still runs.
+    fn live_consumer_of(&self, conn: ConnId) -> Option<(usize, LinkId)> {
+        let c = self.conns.get(&conn)?;
+        let sc = &self.consumers[c.consumer];
+        (sc.incarnation == c.incarnation && sc.driver.is_some()).then_some((c.consumer, c.link))
     }
 
     fn process(&mut self, ev: Ev) {
@@ -847,20 +941,47 @@ impl Sim {
                     }
                 }
             }
-            Ev::ToConsumer { conn, cmd } => {
-                let Some(c) = self.conns.get(&conn).filter(|c| c.open) else { return };
-                let (i, peer) = (c.consumer, c.peer.clone());
-                if let Some(consumer) = self.consumers[i].consumer.as_mut() {
-                    let _ = consumer.handle(Input::Frame { peer, command: cmd }, self.now);
+            Ev::ToConsumer { conn, bytes } => {
+                if !self.conns.get(&conn).is_some_and(|c| c.open) {
+                    return;
+                }
+                let Some((i, link)) = self.live_consumer_of(conn) else { return };
+                if let Some(d) = self.consumers[i].driver.as_mut() {
+                    d.received(link, &bytes, self.now);
                 }
                 self.drain_consumer(i);
             }
-            Ev::Disconnected { consumer: i, incarnation, peer, reason } => {
-                if self.consumers[i].incarnation != incarnation {
-                    return;
+            Ev::ConnectDone { conn, refuse } => {
+                let Some((i, link)) = self.live_consumer_of(conn) else { return };
+                let c = self.conns.get_mut(&conn).expect("live connection");
+                // Closed meanwhile (the consumer gave up, or the broker went down): refused.
+                let down = matches!(c.target, Target::Broker(b) if !self.broker_up[b]);
+                let refuse = refuse.or_else(|| {
+                    (!c.open || down)
+                        .then(|| IoFailure::new(std::io::ErrorKind::ConnectionRefused, "connection refused"))
+                });
+                match refuse {
+                    None => {
+                        c.connected = true;
+                        if let Some(d) = self.consumers[i].driver.as_mut() {
+                            d.connected(link, self.now);
+                        }
+                    }
+                    Some(error) => {
+                        c.open = false;
+                        self.consumers[i].links.remove(&link);
+                        if let Some(d) = self.consumers[i].driver.as_mut() {
+                            d.connect_failed(link, error, self.now);
+                        }
+                    }
                 }
-                if let Some(c) = self.consumers[i].consumer.as_mut() {
-                    let _ = c.handle(Input::Disconnected { peer, reason }, self.now);
+                self.drain_consumer(i);
+            }
+            Ev::LinkClosed { conn, error } => {
+                let Some((i, link)) = self.live_consumer_of(conn) else { return };
+                self.consumers[i].links.remove(&link);
+                if let Some(d) = self.consumers[i].driver.as_mut() {
+                    d.closed(link, error, self.now);
                 }
                 self.drain_consumer(i);
             }
@@ -874,10 +995,10 @@ impl Sim {
                     return;
                 }
                 self.checker.on_orderly_result(i, batch);
-                if let Some(consumer) = c.consumer.as_mut() {
-                    if let Err(e) = consumer.handle(Input::ConsumeResult { batch, result }, self.now) {
+                if let Some(d) = c.driver.as_mut() {
+                    if let Err(e) = d.consumed(batch, result, self.now) {
                         // The sim answers each dispatch exactly once: the consumer must know it.
-                        if !consumer.is_terminated() {
+                        if !d.consumer().is_terminated() {
                             panic!("seed {seed}: consumer {i} refused the result of {batch}: {e}");
                         }
                     }
@@ -960,6 +1081,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::QueuesAssigned { .. } => "QueuesAssigned",
         Event::QueuesRevoked { .. } => "QueuesRevoked",
         Event::BrokerError { .. } => "BrokerError",
+        Event::Malformed { .. } => "Malformed",
         Event::RequestTimeout { .. } => "RequestTimeout",
         Event::TopicNotFound { .. } => "TopicNotFound",
         Event::OffsetMoved { .. } => "OffsetMoved",

@@ -1,38 +1,79 @@
-//! Every call into the async runtime, in one file. async-std is discontinued upstream
-//! (RUSTSEC-2025-0052): moving this adapter to smol means rewriting this file only
-//! (`smol::spawn`, `smol::unblock`, `smol::net::TcpStream`, `smol::Timer::at`, `async_channel`).
+//! The run loop's runtime calls, on async-std.
 
 use std::future::Future;
 use std::io;
 use std::net::Shutdown;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-pub(crate) use async_std::channel::{Receiver, Sender, unbounded};
-pub(crate) use async_std::net::TcpStream;
+use async_std::net::TcpStream;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use rocketmq_push_io::StartError;
+use rocketmq_push_io::run::Runtime;
 
-/// Run `f` in the background.
-pub(crate) fn spawn(f: impl Future<Output = ()> + Send + 'static) {
-    drop(async_std::task::spawn(f));
+/// async-std's global runtime.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AsyncStd;
+
+pub(crate) fn current() -> Result<AsyncStd, StartError> {
+    Ok(AsyncStd)
 }
 
-/// Run blocking `f` on the runtime's blocking pool.
-pub(crate) async fn spawn_blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    async_std::task::spawn_blocking(f).await
-}
+impl Runtime for AsyncStd {
+    type Reader = TcpStream;
+    type Writer = TcpStream;
+    type Timer = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Connect within `timeout`.
-pub(crate) async fn connect(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
-    let s = async_std::io::timeout(timeout, TcpStream::connect(addr)).await?;
-    s.set_nodelay(true)?;
-    Ok(s)
-}
+    fn spawn(&self, _name: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        drop(async_std::task::spawn(task));
+        Ok(())
+    }
 
-/// Close both directions (wakes a pending read).
-pub(crate) fn shutdown(s: &TcpStream) {
-    let _ = s.shutdown(Shutdown::Both);
-}
+    fn unblock<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = T> + Send {
+        async_std::task::spawn_blocking(f)
+    }
 
-/// Wait until `at` (at once if it passed).
-pub(crate) async fn sleep_until(at: Instant) {
-    async_std::task::sleep(at.saturating_duration_since(Instant::now())).await;
+    fn timer(&self, at: Instant) -> Self::Timer {
+        Box::pin(async_std::task::sleep(at.saturating_duration_since(Instant::now())))
+    }
+
+    fn reset(&self, timer: &mut Self::Timer, at: Instant) {
+        *timer = self.timer(at);
+    }
+
+    fn connect(
+        &self,
+        addr: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = io::Result<(Self::Reader, Self::Writer)>> + Send {
+        let addr = addr.to_owned();
+        async move {
+            let s = async_std::io::timeout(timeout, TcpStream::connect(addr)).await?;
+            s.set_nodelay(true)?;
+            Ok((s.clone(), s))
+        }
+    }
+
+    fn read<'a>(
+        r: &'a mut Self::Reader,
+        buf: &'a mut [u8],
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a {
+        r.read(buf)
+    }
+
+    fn write_all<'a>(
+        w: &'a mut Self::Writer,
+        buf: &'a [u8],
+    ) -> impl Future<Output = io::Result<()>> + Send + 'a {
+        w.write_all(buf)
+    }
+
+    fn close(w: &mut Self::Writer) -> impl Future<Output = ()> + Send + '_ {
+        // Both directions: the reader's pending read ends too.
+        let _ = w.shutdown(Shutdown::Both);
+        std::future::ready(())
+    }
 }

@@ -22,22 +22,17 @@
 //! # Ok::<(), rocketmq_push_blocking::StartError>(())
 //! ```
 
-mod conn;
-mod driver;
-mod pool;
+mod runtime;
 
 use std::sync::Arc;
-use std::sync::mpsc::{self, Sender};
-use std::thread::JoinHandle;
 
 pub use rocketmq_push_core::{
     Command, ConsumeContext, ConsumeFromWhere, ConsumeResult, ConsumeStatus, Event, MessageExt, MessageModel,
     MessageQueue,
 };
 pub use rocketmq_push_io::StartError;
+use rocketmq_push_io::run::{self, Handle};
 use rocketmq_push_io::{ConsumerOptions, forward_options};
-
-use driver::Msg;
 
 /// A listener: the messages of one batch and a context it may set (`ackIndex`, delay level,
 /// orderly suspend time); returns the status.
@@ -65,30 +60,24 @@ impl Builder {
     /// An orderly listener (`MessageListenerOrderly`): one batch per queue at a time, in offset
     /// order, under a broker lock. Return `SuspendCurrentQueueAMoment` to retry the batch later.
     pub fn orderly_listener(
-        mut self,
+        self,
         f: impl Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync + 'static,
     ) -> Self {
-        self.options = self.options.orderly();
-        self.listener = Some(Arc::new(f));
-        self
+        self.listener(f).orderly()
     }
 
     /// Start consuming. Errors name the invalid setting; unreachable servers are reported as
     /// events (and logged) and retried, not returned here.
     pub fn start(self) -> Result<PushConsumer, StartError> {
         let listener = self.listener.ok_or(StartError::NoListener)?;
-        let prepared = self.options.prepare()?;
-        let (tx, rx) = mpsc::channel();
-        let handle = driver::spawn(prepared, listener, tx.clone(), rx)
-            .map_err(|e| StartError::Runtime(e.to_string()))?;
-        Ok(PushConsumer { tx, handle: Some(handle) })
+        let handle = run::start(runtime::Threads, self.options, run::Listener::Sync(listener))?;
+        Ok(PushConsumer { handle })
     }
 }
 
 /// A running push consumer. Dropping it shuts it down gracefully (as [`PushConsumer::shutdown`]).
 pub struct PushConsumer {
-    tx: Sender<Msg>,
-    handle: Option<JoinHandle<()>>,
+    handle: Handle,
 }
 
 impl std::fmt::Debug for PushConsumer {
@@ -104,7 +93,7 @@ impl PushConsumer {
     }
 
     fn command(&self, c: Command) {
-        let _ = self.tx.send(Msg::Command(c));
+        self.handle.command(c);
     }
 
     rocketmq_push_io::consumer_commands!();
@@ -112,14 +101,13 @@ impl PushConsumer {
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.
     /// Returns when done; bounded by that deadline plus request timeouts.
-    pub fn shutdown(mut self) {
+    pub fn shutdown(self) {
         self.stop();
     }
 
-    fn stop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            let _ = self.tx.send(Msg::Command(Command::Shutdown));
-            let _ = h.join();
+    fn stop(&self) {
+        if !self.handle.is_terminated() {
+            runtime::block_on(self.handle.shutdown());
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
 use rocketmq_push_core::sim::SimBrokerConfig;
-use rocketmq_push_core::{ConsumeFromWhere, ConsumeStatus, Event, MessageModel};
+use rocketmq_push_core::{ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel};
 use rocketmq_push_io::sim_server::SimServer;
 use rocketmq_push_io::{Client, Producer};
 
@@ -311,7 +311,7 @@ pub fn run_bad_input(a: &dyn Adapter, env: &Env) {
         spec.recorder
             .events()
             .iter()
-            .any(|e| matches!(e, Event::ConnectionLost { reason, .. } if reason.contains("connect")))
+            .any(|e| matches!(e, Event::ConnectionLost { reason: DisconnectReason::ConnectFailed(_), .. }))
     });
     let started = Instant::now();
     c.shutdown();
@@ -587,7 +587,7 @@ fn garbage_frame(a: &dyn Adapter, env: &Env, server: &SimServer) {
         .recorder
         .events()
         .iter()
-        .any(|e| matches!(e, Event::ConnectionLost { reason, .. } if reason.contains("undecodable")));
+        .any(|e| matches!(e, Event::ConnectionLost { reason: DisconnectReason::Decode(_), .. }));
     assert!(reported, "the decode failure was reported: {:?}", spec.recorder.events());
 }
 
@@ -644,3 +644,112 @@ fn orderly_two_members(a: &dyn Adapter, env: &Env) {
     );
     assert_eq!(dups, 0, "b persisted before unlocking: a replays nothing");
 }
+
+/// The suite's tests for an async adapter (tokio, async-std, smol — they share one API): the
+/// async listener against the simulator and the real broker, the blocking listener and the
+/// delivery stream against the simulator, and the bad-input run.
+///
+/// `consumer` is the adapter's `PushConsumer`; `block_on` runs a future to completion from a
+/// test thread; `spawn` runs one in the background; `enter` is held while a consumer starts (a
+/// tokio runtime guard, or `()`).
+#[macro_export]
+macro_rules! async_adapter_tests {
+    (
+        name: $name:literal,
+        consumer: $consumer:ty,
+        block_on: $block_on:expr,
+        spawn: $spawn:expr,
+        enter: $enter:expr $(,)?
+    ) => {
+        #[derive(Clone, Copy)]
+        enum Mode {
+            Async,
+            Blocking,
+            Stream,
+        }
+
+        struct AsyncAdapter(Mode);
+
+        struct Handle($consumer);
+
+        impl $crate::Running for Handle {
+            fn shutdown(self: Box<Self>) {
+                ($block_on)(self.0.shutdown());
+            }
+        }
+
+        impl $crate::Adapter for AsyncAdapter {
+            fn name(&self) -> &'static str {
+                match self.0 {
+                    Mode::Async => concat!($name, " async"),
+                    Mode::Blocking => concat!($name, " blocking"),
+                    Mode::Stream => concat!($name, " stream"),
+                }
+            }
+
+            fn start(&self, name_server: &str, spec: &$crate::Spec) -> Box<dyn $crate::Running> {
+                let _guard = $enter;
+                let b = $crate::builder_for!($consumer, name_server, spec);
+                let s = spec.clone();
+                let consumer = match self.0 {
+                    Mode::Async => b
+                        .listener(move |msgs, ctx| {
+                            let s = s.clone();
+                            async move { s.verdict(&msgs, &ctx.queue) }
+                        })
+                        .start()
+                        .unwrap(),
+                    Mode::Blocking => {
+                        b.blocking_listener(move |msgs, ctx| s.verdict(msgs, &ctx.queue)).start().unwrap()
+                    }
+                    Mode::Stream => {
+                        let (consumer, mut deliveries) = b.start_stream().unwrap();
+                        ($spawn)(async move {
+                            while let Some(d) = deliveries.next().await {
+                                let run = || s.verdict(&d.messages, d.queue());
+                                // A panic leaves the delivery unanswered: dropped, it is RECONSUME_LATER.
+                                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+                                    Ok($crate::__ConsumeStatus::Success) => d.ack(),
+                                    Ok(_) => d.reconsume_later(),
+                                    Err(_) => drop(d),
+                                }
+                            }
+                        });
+                        consumer
+                    }
+                };
+                Box::new(Handle(consumer))
+            }
+        }
+
+        #[test]
+        fn e2e_async_listener_against_the_simulator() {
+            $crate::run_all(&AsyncAdapter(Mode::Async), &$crate::Env::sim());
+        }
+
+        #[test]
+        fn e2e_blocking_listener_against_the_simulator() {
+            $crate::run_all(&AsyncAdapter(Mode::Blocking), &$crate::Env::sim());
+        }
+
+        #[test]
+        fn e2e_delivery_stream_against_the_simulator() {
+            $crate::run_all(&AsyncAdapter(Mode::Stream), &$crate::Env::sim());
+        }
+
+        #[test]
+        fn e2e_async_listener_against_the_real_broker() {
+            if let Some(env) = $crate::Env::real() {
+                $crate::run_all(&AsyncAdapter(Mode::Async), &env);
+            }
+        }
+
+        #[test]
+        fn bad_input_is_reported_and_shutdown_is_bounded() {
+            $crate::run_bad_input(&AsyncAdapter(Mode::Async), &$crate::Env::sim());
+        }
+    };
+}
+
+#[doc(hidden)]
+pub use rocketmq_push_core::ConsumeStatus as __ConsumeStatus;

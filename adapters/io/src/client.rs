@@ -7,9 +7,12 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
-use rocketmq_push_core::codec::{DecodeError, RemotingCodec, encode_to_bytes};
+use rocketmq_push_core::codec::{DecodeError, Outbound, RemotingCodec};
+use rocketmq_push_core::message::MessageDecodeError;
 use rocketmq_push_core::message::{Message, MessageQueue, UniqIdGenerator, keys};
-use rocketmq_push_core::producer::{SendCompression, SendResult, send_message_request, send_result};
+use rocketmq_push_core::producer::{
+    SendCompression, SendError, SendResult, send_message_request, send_result,
+};
 use rocketmq_push_core::protocol::body::{
     BodyError, ConsumeStatsBody, GetConsumerListByGroupResponseBody, JsonBody, OffsetWrapper, TopicRouteData,
 };
@@ -18,55 +21,52 @@ use rocketmq_push_core::protocol::header::{
     GetMaxOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
     QueryConsumerOffsetRequestHeader,
 };
-use rocketmq_push_core::protocol::{HeaderError, RemotingCommand, RequestCode, ResponseCode};
+use rocketmq_push_core::protocol::{Code, HeaderError, RemotingCommand, RequestCode, ResponseCode};
 
 /// What went wrong talking to a server.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
     /// Could not connect, read or write.
-    Io(io::Error),
+    #[error("{0}")]
+    Io(#[from] io::Error),
     /// The server sent bytes that are not a frame.
-    Decode(DecodeError),
+    #[error("bad frame: {0}")]
+    Decode(#[source] DecodeError),
     /// No answer in time.
+    #[error("no answer in time")]
     Timeout,
     /// The server closed the connection.
+    #[error("connection closed by the server")]
     Closed,
     /// An error answer.
+    #[error("error {code}: {remark}")]
     Broker {
         /// Response code.
-        code: i32,
+        code: Code<ResponseCode>,
         /// Remark.
         remark: String,
     },
     /// An answer with an unreadable header.
-    Header(HeaderError),
+    #[error("{0}")]
+    Header(#[from] HeaderError),
     /// An answer with an unreadable body.
-    Body(BodyError),
+    #[error("{0}")]
+    Body(#[from] BodyError),
+    /// A pull answer whose messages do not decode.
+    #[error("{0}")]
+    Messages(#[from] MessageDecodeError),
 }
 
-impl std::fmt::Display for ClientError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Io(e) => write!(f, "{e}"),
-            Self::Decode(e) => write!(f, "bad frame: {e}"),
-            Self::Timeout => f.write_str("no answer in time"),
-            Self::Closed => f.write_str("connection closed by the server"),
-            Self::Broker { code, remark } => {
-                let name = ResponseCode::from_i32(*code).map_or("", |c| c.java_name());
-                write!(f, "error {code} {name}: {remark}")
-            }
-            Self::Header(e) => write!(f, "{e}"),
-            Self::Body(e) => write!(f, "{e}"),
-        }
+impl ClientError {
+    /// An error answer with `code`.
+    pub fn broker(code: impl Into<Code<ResponseCode>>, remark: impl Into<String>) -> Self {
+        Self::Broker { code: code.into(), remark: remark.into() }
     }
-}
 
-impl std::error::Error for ClientError {}
-
-impl From<io::Error> for ClientError {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
+    /// True when this is an error answer with `code`.
+    pub fn is_code(&self, code: ResponseCode) -> bool {
+        matches!(self, Self::Broker { code: c, .. } if *c == code)
     }
 }
 
@@ -76,6 +76,7 @@ pub struct Client {
     stream: TcpStream,
     buf: BytesMut,
     codec: RemotingCodec,
+    outbound: Outbound,
     next_opaque: i32,
     timeout: Duration,
 }
@@ -90,7 +91,7 @@ fn ok(cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
     if cmd.code == ResponseCode::Success as i32 {
         Ok(cmd)
     } else {
-        Err(ClientError::Broker { code: cmd.code, remark: cmd.remark_str().to_owned() })
+        Err(ClientError::broker(Code::from_i32(cmd.code), cmd.remark_str()))
     }
 }
 
@@ -108,6 +109,7 @@ impl Client {
             stream,
             buf: BytesMut::with_capacity(64 * 1024),
             codec: RemotingCodec::new(),
+            outbound: Outbound::new(),
             next_opaque: 1,
             timeout,
         })
@@ -122,7 +124,7 @@ impl Client {
     pub fn call(&mut self, cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
         let opaque = self.next_opaque;
         self.next_opaque = self.next_opaque.wrapping_add(1).max(1);
-        self.stream.write_all(&encode_to_bytes(&cmd.with_opaque(opaque)))?;
+        self.stream.write_all(&self.outbound.finish_to_bytes(&cmd.with_opaque(opaque)))?;
         let deadline = Instant::now() + self.timeout;
         loop {
             let frame = self.read_frame(deadline)?;
@@ -156,7 +158,7 @@ impl Client {
         let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: None };
         let r =
             ok(self.call(RemotingCommand::request(RequestCode::GetRouteInfoByTopic).with_header(&header))?)?;
-        TopicRouteData::decode(&r.body).map_err(ClientError::Body)
+        Ok(TopicRouteData::decode(&r.body)?)
     }
 
     /// Create or update `topic` with `queues` read and write queues (ask a broker).
@@ -179,7 +181,7 @@ impl Client {
         if r.code == ResponseCode::QueryNotFound as i32 {
             return Ok(None);
         }
-        let h: OffsetResponseHeader = ok(r)?.header().map_err(ClientError::Header)?;
+        let h: OffsetResponseHeader = ok(r)?.header()?;
         Ok(Some(h.offset))
     }
 
@@ -192,7 +194,7 @@ impl Client {
             bname: Some(queue.broker_name.to_string()),
         };
         let r = ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)?;
-        Ok(r.header::<OffsetResponseHeader>().map_err(ClientError::Header)?.offset)
+        Ok(r.header::<OffsetResponseHeader>()?.offset)
     }
 
     /// A group's live consumers.
@@ -204,7 +206,7 @@ impl Client {
             return Ok(Vec::new());
         }
         let r = ok(r)?;
-        Ok(GetConsumerListByGroupResponseBody::decode(&r.body).map_err(ClientError::Body)?.consumer_id_list)
+        Ok(GetConsumerListByGroupResponseBody::decode(&r.body)?.consumer_id_list)
     }
 
     /// A group's progress per queue on this broker (GET_CONSUME_STATS): of `topic`, or of every
@@ -219,7 +221,7 @@ impl Client {
             topic: topic.map(str::to_owned),
         };
         let r = ok(self.call(RemotingCommand::request(RequestCode::GetConsumeStats).with_header(&header))?)?;
-        Ok(ConsumeStatsBody::decode(&r.body).map_err(ClientError::Body)?.offset_table)
+        Ok(ConsumeStatsBody::decode(&r.body)?.offset_table)
     }
 
     /// One pull (no long poll) from `offset`: the messages found, and the next offset.
@@ -248,12 +250,11 @@ impl Client {
             bname: Some(queue.broker_name.to_string()),
         };
         let r = self.call(RemotingCommand::request(RequestCode::PullMessage).with_header(&header))?;
-        let h: PullMessageResponseHeader = r.header().map_err(ClientError::Header)?;
+        let h: PullMessageResponseHeader = r.header()?;
         if r.code != ResponseCode::Success as i32 {
             return Ok((Vec::new(), h.next_begin_offset));
         }
-        let msgs = decode_messages(&r.body, &DecodeOptions::default())
-            .map_err(|e| ClientError::Broker { code: r.code, remark: e.to_string() })?;
+        let msgs = decode_messages(&r.body, &DecodeOptions::default())?;
         Ok((msgs, h.next_begin_offset))
     }
 
@@ -267,11 +268,9 @@ impl Client {
         let born = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         let r = self.call(send_message_request("rmq_push_producer", msg, queue, born, compression))?;
         let mut result = send_result(&r, &queue.broker_name).map_err(|e| match e {
-            rocketmq_push_core::producer::SendError::Broker { code, remark } => {
-                ClientError::Broker { code, remark }
-            }
-            rocketmq_push_core::producer::SendError::Header(h) => ClientError::Header(h),
-            _ => ClientError::Closed,
+            SendError::Broker { code, remark } => ClientError::broker(Code::from_i32(code), remark),
+            SendError::Header(h) => ClientError::Header(h),
+            other => ClientError::broker(Code::from_i32(r.code), other.to_string()),
         })?;
         result.queue = queue.clone();
         Ok(result)
@@ -330,10 +329,7 @@ impl Producer {
     pub fn send(&mut self, msg: Message) -> Result<SendResult, ClientError> {
         let queues = self.queues(&msg.topic)?;
         if queues.is_empty() {
-            return Err(ClientError::Broker {
-                code: ResponseCode::TopicNotExist as i32,
-                remark: "no writable queue".into(),
-            });
+            return Err(ClientError::broker(ResponseCode::TopicNotExist, "no writable queue"));
         }
         let q = queues[self.next % queues.len()].clone();
         self.next += 1;
@@ -353,9 +349,8 @@ impl Producer {
             .get(&topic)
             .and_then(|(r, _)| r.broker(&queue.broker_name))
             .and_then(|b| b.master_or_any())
-            .ok_or_else(|| ClientError::Broker {
-                code: ResponseCode::TopicNotExist as i32,
-                remark: format!("no route to {}", queue.broker_name),
+            .ok_or_else(|| {
+                ClientError::broker(ResponseCode::TopicNotExist, format!("no route to {}", queue.broker_name))
             })?
             .to_owned();
         if !self.brokers.contains_key(&addr) {

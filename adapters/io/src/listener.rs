@@ -1,5 +1,6 @@
 //! Running user code.
 
+use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -36,15 +37,16 @@ where
 pub fn guarded(f: impl FnOnce() -> ConsumeResult) -> (ConsumeResult, Option<String>) {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => (r, None),
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "listener panicked".to_owned());
-            (ConsumeResult::from_status(ConsumeStatus::ReconsumeLater), Some(msg))
-        }
+        Err(p) => (ConsumeResult::from_status(ConsumeStatus::ReconsumeLater), Some(panic_message(&*p))),
     }
+}
+
+/// The message a panic carried, if it was a string.
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "listener panicked".to_owned())
 }
 
 #[cfg(test)]

@@ -7,11 +7,14 @@ pub fn log_event(e: &Event) {
     match e {
         Event::QueuesAssigned { topic, queues } => tracing::info!(%topic, ?queues, "queues assigned"),
         Event::QueuesRevoked { topic, queues } => tracing::info!(%topic, ?queues, "queues revoked"),
-        Event::BrokerError { peer, request_code, code, remark } => {
-            tracing::warn!(%peer, request_code, code, %remark, "error answer")
+        Event::BrokerError { peer, request, code, remark } => {
+            tracing::warn!(%peer, %request, %code, %remark, "error answer")
         }
-        Event::RequestTimeout { peer, request_code } => {
-            tracing::warn!(%peer, request_code, "request timed out")
+        Event::Malformed { peer, request, error } => {
+            tracing::warn!(%peer, %request, %error, "unreadable frame ignored")
+        }
+        Event::RequestTimeout { peer, request } => {
+            tracing::warn!(%peer, %request, "request timed out")
         }
         Event::TopicNotFound { topic } => {
             tracing::warn!(%topic, "topic not found on the name server; retrying")

@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::{
     BatchId, ClientId, Command, ConfigError, ConsumeFromWhere, ConsumeMode, ConsumeResult, Consumer,
-    ConsumerConfig, ConsumerConfigBuilder, Driver, Event, IoCommand, MessageModel,
+    ConsumerConfig, ConsumerConfigBuilder, Driver, Event, MessageModel, MessageQueue,
 };
 
 use crate::{OffsetFile, client_id, log_event, stable_client_id};
@@ -15,35 +15,20 @@ use crate::{OffsetFile, client_id, log_event, stable_client_id};
 pub type EventHook = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// Why a consumer could not start.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// A setting is invalid; the message names the Java knob and the allowed range.
-    Config(ConfigError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The local offset file (broadcasting) could not be read.
-    OffsetFile(std::io::Error),
+    #[error("local offset file: {0}")]
+    OffsetFile(#[source] std::io::Error),
     /// No listener was given.
+    #[error("no listener: call .listener(...) before .start()")]
     NoListener,
-    /// The runtime refused (e.g. no thread could be spawned).
+    /// The runtime refused (e.g. no thread could be spawned, or no tokio runtime is running).
+    #[error("runtime: {0}")]
     Runtime(String),
-}
-
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Config(e) => write!(f, "{e}"),
-            Self::OffsetFile(e) => write!(f, "local offset file: {e}"),
-            Self::NoListener => f.write_str("no listener: call .listener(...) before .start()"),
-            Self::Runtime(e) => write!(f, "runtime: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for StartError {}
-
-impl From<ConfigError> for StartError {
-    fn from(e: ConfigError) -> Self {
-        Self::Config(e)
-    }
 }
 
 /// Settings common to every adapter's builder.
@@ -78,44 +63,30 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// The next command the adapter must carry out itself: connect, write, close, run a batch,
-    /// terminated. The rest is the same for every adapter and done here: local offsets go to the
-    /// offset file, events to the log and the application's hook.
-    pub fn next(&mut self, now: Instant) -> Option<IoCommand> {
-        while let Some(cmd) = self.driver.poll(now) {
-            match cmd {
-                IoCommand::PersistLocalOffsets(offsets) => {
-                    if let Some(f) = &self.offset_file {
-                        if let Err(e) = f.store(&offsets) {
-                            tracing::error!(path = %f.path().display(), error = %e, "cannot store local offsets");
-                        }
-                    }
-                }
-                IoCommand::Event(e) => {
-                    log_event(&e);
-                    if let Some(hook) = &self.on_event {
-                        hook(&e);
-                    }
-                }
-                other => return Some(other),
+    /// Broadcasting: store the local offsets (a failure is logged; the next persist retries).
+    pub fn persist(&self, offsets: &[(MessageQueue, i64)]) {
+        if let Some(f) = &self.offset_file {
+            if let Err(e) = f.store(offsets) {
+                tracing::error!(path = %f.path().display(), error = %e, "cannot store local offsets");
             }
         }
-        None
+    }
+
+    /// An event: to the log, then to the application's hook.
+    pub fn event(&self, e: &Event) {
+        log_event(e);
+        if let Some(hook) = &self.on_event {
+            hook(e);
+        }
     }
 
     /// A listener finished `batch`; `panic` is the message of a panic already turned into
     /// RECONSUME_LATER.
-    pub fn consume_done(
-        &mut self,
-        batch: BatchId,
-        result: ConsumeResult,
-        panic: Option<String>,
-        now: Instant,
-    ) {
+    pub fn consumed(&mut self, batch: BatchId, result: ConsumeResult, panic: Option<String>, now: Instant) {
         if let Some(why) = panic {
             tracing::error!(%batch, %why, "listener panicked: reconsume later");
         }
-        if let Err(e) = self.driver.consume_result(batch, result, now) {
+        if let Err(e) = self.driver.consumed(batch, result, now) {
             tracing::warn!(%batch, error = %e, "consume result refused");
         }
     }

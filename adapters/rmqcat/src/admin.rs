@@ -58,9 +58,9 @@ pub(crate) fn fetch_route(ns: &str, topic: &str) -> Result<TopicRouteData, Failu
     let ns = first_name_server(ns);
     let mut c = connect(ns, "name server")?;
     c.route(topic).map_err(|e| match e {
-        ClientError::Broker { code, .. } if code == ResponseCode::TopicNotExist as i32 => Failure::Runtime(
-            format!("topic {topic} does not exist (the name server at {ns} has no route for it)"),
-        ),
+        e if e.is_code(ResponseCode::TopicNotExist) => Failure::Runtime(format!(
+            "topic {topic} does not exist (the name server at {ns} has no route for it)"
+        )),
         e => Failure::Runtime(format!("route of {topic} from {ns}: {e}")),
     })
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use rocketmq_push_core::Message;
 use rocketmq_push_core::protocol::ResponseCode;
-use rocketmq_push_io::{ClientError, Producer};
+use rocketmq_push_io::Producer;
 
 use crate::progress::{Progress, per_sec, thousands};
 use crate::{Failure, Outcome, TIMEOUT, admin, name_server};
@@ -65,11 +65,9 @@ pub(crate) fn producer_for(ns: &str, topic: &str) -> Result<Producer, Failure> {
     match p.queues(topic) {
         Ok(q) if !q.is_empty() => Ok(p),
         Ok(_) => Err(Failure::Runtime(format!("topic {topic} has no writable queue"))),
-        Err(ClientError::Broker { code, .. }) if code == ResponseCode::TopicNotExist as i32 => {
-            Err(Failure::Runtime(format!(
-                "topic {topic} does not exist on {first} (add --create 8 to create it)"
-            )))
-        }
+        Err(e) if e.is_code(ResponseCode::TopicNotExist) => Err(Failure::Runtime(format!(
+            "topic {topic} does not exist on {first} (add --create 8 to create it)"
+        ))),
         Err(e) => Err(Failure::Runtime(format!("route of {topic} from {first}: {e}"))),
     }
 }

@@ -1,0 +1,122 @@
+//! The public surface every async adapter shares, written once.
+
+/// Define an async adapter's `Builder` and `PushConsumer` on a runtime: `$runtime` is a function
+/// returning `Result<impl Runtime, StartError>` (the runtime to start on).
+#[macro_export]
+macro_rules! async_adapter {
+    ($runtime:path) => {
+        /// Builder for [`PushConsumer`].
+        pub struct Builder {
+            options: $crate::ConsumerOptions,
+            listener: Option<$crate::run::Listener>,
+        }
+
+        impl Builder {
+            $crate::forward_options!();
+
+            /// An async listener (`MessageListenerConcurrently`): `consumeThreadMin` workers run
+            /// it, each one batch at a time. Return a `ConsumeStatus`, or `ctx.result(status)`
+            /// after setting `ack_index` or the delay level. A panic counts as RECONSUME_LATER.
+            pub fn listener<F, Fut, R>(mut self, f: F) -> Self
+            where
+                F: Fn($crate::__core::Messages, $crate::__core::ConsumeContext) -> Fut
+                    + Send
+                    + Sync
+                    + 'static,
+                Fut: ::std::future::Future<Output = R> + Send + 'static,
+                R: Into<$crate::__core::ConsumeResult>,
+            {
+                self.listener = Some($crate::run::Listener::Async($crate::async_listener(f)));
+                self
+            }
+
+            /// A blocking listener, run on the runtime's blocking pool (at most
+            /// `consumeThreadMin` at once).
+            pub fn blocking_listener(
+                mut self,
+                f: impl Fn(
+                    &[$crate::__core::MessageExt],
+                    &mut $crate::__core::ConsumeContext,
+                ) -> $crate::__core::ConsumeStatus
+                + Send
+                + Sync
+                + 'static,
+            ) -> Self {
+                self.listener = Some($crate::run::Listener::Sync(::std::sync::Arc::new(f)));
+                self
+            }
+
+            /// An async orderly listener (`MessageListenerOrderly`): one batch per queue at a
+            /// time, in offset order, under a broker lock.
+            pub fn orderly_listener<F, Fut, R>(self, f: F) -> Self
+            where
+                F: Fn($crate::__core::Messages, $crate::__core::ConsumeContext) -> Fut
+                    + Send
+                    + Sync
+                    + 'static,
+                Fut: ::std::future::Future<Output = R> + Send + 'static,
+                R: Into<$crate::__core::ConsumeResult>,
+            {
+                self.listener(f).orderly()
+            }
+
+            /// Start. Errors name the invalid setting; unreachable servers are reported as
+            /// events (and logged) and retried.
+            pub fn start(self) -> Result<PushConsumer, $crate::StartError> {
+                let listener = self.listener.clone().ok_or($crate::StartError::NoListener)?;
+                let handle = $crate::run::start($runtime()?, self.options, listener)?;
+                Ok(PushConsumer { handle })
+            }
+
+            /// Start with no listener: batches arrive on the returned stream; answer each
+            /// [`Delivery`] (`ack`, `ack_up_to`, `reconsume_later`). One dropped unanswered
+            /// counts as RECONSUME_LATER, so no batch is ever left without a result.
+            pub fn start_stream(self) -> Result<(PushConsumer, $crate::run::Deliveries), $crate::StartError> {
+                let (tx, deliveries) = $crate::run::delivery_channel();
+                let handle =
+                    $crate::run::start($runtime()?, self.options, $crate::run::Listener::Stream(tx))?;
+                Ok((PushConsumer { handle }, deliveries))
+            }
+        }
+
+        /// A running push consumer. Call [`PushConsumer::shutdown`] to stop it gracefully;
+        /// dropping it asks for the same shutdown without waiting for it.
+        pub struct PushConsumer {
+            handle: $crate::run::Handle,
+        }
+
+        impl ::std::fmt::Debug for PushConsumer {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct("PushConsumer").finish_non_exhaustive()
+            }
+        }
+
+        impl PushConsumer {
+            /// A builder for `group`.
+            pub fn builder(group: impl Into<String>) -> Builder {
+                Builder { options: $crate::ConsumerOptions::new(group), listener: None }
+            }
+
+            fn command(&self, c: $crate::__core::Command) {
+                self.handle.command(c);
+            }
+
+            $crate::consumer_commands!();
+
+            /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
+            /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets,
+            /// unregister.
+            pub async fn shutdown(self) {
+                self.handle.shutdown().await;
+            }
+        }
+
+        impl Drop for PushConsumer {
+            fn drop(&mut self) {
+                if !self.handle.is_terminated() {
+                    self.handle.command($crate::__core::Command::Shutdown);
+                }
+            }
+        }
+    };
+}

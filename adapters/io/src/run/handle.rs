@@ -1,0 +1,42 @@
+//! The application's end of a running consumer.
+
+use async_channel::{Receiver, Sender};
+use rocketmq_push_core::Command;
+
+use super::msg::Msg;
+
+/// What an adapter's `PushConsumer` holds: a way to send commands and to learn that the
+/// consumer has terminated.
+#[derive(Debug)]
+pub struct Handle {
+    inbox: Sender<Msg>,
+    done: Receiver<()>,
+}
+
+impl Handle {
+    pub(super) fn new(inbox: Sender<Msg>, done: Receiver<()>) -> Self {
+        Self { inbox, done }
+    }
+
+    /// Send a command (suspend, resume, subscribe, shutdown, …); refusals are logged.
+    pub fn command(&self, c: Command) {
+        let _ = self.inbox.try_send(Msg::Command(c));
+    }
+
+    /// Ask for a graceful shutdown and wait until it finished.
+    pub async fn shutdown(&self) {
+        self.command(Command::Shutdown);
+        self.terminated().await;
+    }
+
+    /// Wait until the consumer terminated (its owner task ended).
+    pub async fn terminated(&self) {
+        // Never sent on: it closes when the owner task drops its end.
+        let _ = self.done.recv().await;
+    }
+
+    /// True once the consumer terminated.
+    pub fn is_terminated(&self) -> bool {
+        self.done.is_closed()
+    }
+}

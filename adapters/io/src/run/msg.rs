@@ -1,0 +1,47 @@
+//! The owner task's inbox: what the other tasks and the application tell it.
+
+use async_channel::Sender;
+use bytes::Bytes;
+use rocketmq_push_core::{BatchId, Command, ConsumeResult, LinkId};
+
+/// Everything the owner task hears about.
+pub(crate) enum Msg {
+    Connected { link: LinkId, writer: LinkWriter },
+    ConnectFailed { link: LinkId, error: std::io::Error },
+    Received { link: LinkId, bytes: Bytes },
+    Closed { link: LinkId, error: Option<std::io::Error> },
+    Consumed { batch: BatchId, result: ConsumeResult, panic: Option<String> },
+    Command(Command),
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connected { link, .. } => write!(f, "Connected({link})"),
+            Self::ConnectFailed { link, error } => write!(f, "ConnectFailed({link}, {error})"),
+            Self::Received { link, bytes } => write!(f, "Received({link}, {} bytes)", bytes.len()),
+            Self::Closed { link, error } => write!(f, "Closed({link}, {error:?})"),
+            Self::Consumed { batch, result, .. } => write!(f, "Consumed({batch}, {:?})", result.status),
+            Self::Command(c) => write!(f, "Command({c:?})"),
+        }
+    }
+}
+
+/// The owner's end of a connected link. Dropping it closes the connection: the writer finishes
+/// what is queued, closes the socket, and the reader stops.
+pub(crate) struct LinkWriter {
+    writes: Sender<Bytes>,
+    // Never sent on: closing it (by dropping it) is the reader's stop signal.
+    _stop: Sender<()>,
+}
+
+impl LinkWriter {
+    pub(super) fn new(writes: Sender<Bytes>, stop: Sender<()>) -> Self {
+        Self { writes, _stop: stop }
+    }
+
+    pub(crate) fn write(&self, bytes: Bytes) {
+        // Unbounded: fails only once the writer task has ended, which reports the close itself.
+        let _ = self.writes.try_send(bytes);
+    }
+}

@@ -1,0 +1,40 @@
+//! # rocketmq-push-smol
+//!
+//! An Apache RocketMQ push consumer on smol: the `rocketmq-push-core` state machine owned by one
+//! task, a reader and a writer task per connection, and `consumeThreadMin` workers running the
+//! listener (async, or blocking code on `smol::unblock`). The run loop is `rocketmq-push-io`'s,
+//! shared by every adapter; this crate supplies smol's calls (`src/runtime.rs`). Tasks run on
+//! smol's global executor.
+//!
+//! ```no_run
+//! use rocketmq_push_smol::{ConsumeStatus, PushConsumer};
+//!
+//! # fn main() -> Result<(), rocketmq_push_smol::StartError> {
+//! smol::block_on(async {
+//!     let consumer = PushConsumer::builder("my_group")
+//!         .name_server("127.0.0.1:9876")
+//!         .subscribe("TopicA", "*")
+//!         .listener(|msgs, _ctx| async move {
+//!             for m in msgs.iter() {
+//!                 println!("{} {:?}", m.msg_id(), m.body);
+//!             }
+//!             ConsumeStatus::Success
+//!         })
+//!         .start()?;
+//!     // … later: drain in-flight batches, commit offsets, unregister.
+//!     consumer.shutdown().await;
+//!     Ok(())
+//! })
+//! # }
+//! ```
+
+mod runtime;
+
+pub use rocketmq_push_core::{
+    Command, ConsumeContext, ConsumeFromWhere, ConsumeResult, ConsumeStatus, Event, MessageExt, MessageModel,
+    MessageQueue, Messages,
+};
+pub use rocketmq_push_io::StartError;
+pub use rocketmq_push_io::run::{Deliveries, Delivery};
+
+rocketmq_push_io::async_adapter!(runtime::current);
