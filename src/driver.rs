@@ -85,6 +85,8 @@ struct Link {
     id: LinkId,
     state: LinkState,
     read: BytesMut,
+    /// When the last bytes arrived (for a frame left unfinished).
+    last_read: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +98,11 @@ struct Backoff {
 /// Reconnect back-off after a failed connect: 200 ms, doubling, at most 5 s.
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// A link that stops in the middle of a frame and sends nothing more for this long is closed:
+/// longer than any pause of a live broker between the bytes of one frame, and it frees what the
+/// unfinished frame reserved (up to the 16 MiB frame limit).
+pub const FRAME_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The consumer with connection handling and framing; see the [module docs](self).
 pub struct Driver {
@@ -171,11 +178,29 @@ impl Driver {
 
     /// When to call [`Driver::handle_timeout`] next; `None`: no timer (only input wakes it).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.consumer.poll_timeout()
+        let stall = self
+            .links
+            .values()
+            .filter(|l| !l.read.is_empty())
+            .map(|l| l.last_read + FRAME_STALL_TIMEOUT)
+            .min();
+        [self.consumer.poll_timeout(), stall].into_iter().flatten().min()
     }
 
-    /// Timers due.
+    /// Timers due: the consumer's, and links stalled in the middle of a frame.
     pub fn handle_timeout(&mut self, now: Instant) {
+        let stalled: Vec<(PeerAddr, LinkId, usize, Duration)> = self
+            .links
+            .iter()
+            .filter(|(_, l)| !l.read.is_empty() && l.last_read + FRAME_STALL_TIMEOUT <= now)
+            .map(|(p, l)| (p.clone(), l.id, l.read.len(), now - l.last_read))
+            .collect();
+        for (peer, link, buffered, silent_for) in stalled {
+            self.drop_link(link);
+            self.out.push_back(DriverOutput::Close { link });
+            let reason = DisconnectReason::Stalled { buffered, silent_for };
+            let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+        }
         self.consumer.handle_timeout(now);
     }
 
@@ -214,6 +239,7 @@ impl Driver {
         let Some(peer) = self.peer_of.get(&link).cloned() else { return };
         let Some(l) = self.links.get_mut(&peer) else { return };
         l.read.extend_from_slice(bytes);
+        l.last_read = now;
         loop {
             let Some(l) = self.links.get_mut(&peer) else { return };
             match self.codec.decode(&mut l.read) {
@@ -309,7 +335,12 @@ impl Driver {
         self.next_link += 1;
         self.links.insert(
             peer.clone(),
-            Link { id, state: LinkState::Connecting { queued: vec![bytes] }, read: BytesMut::new() },
+            Link {
+                id,
+                state: LinkState::Connecting { queued: vec![bytes] },
+                read: BytesMut::new(),
+                last_read: now,
+            },
         );
         self.peer_of.insert(id, peer.clone());
         self.out.push_back(DriverOutput::Connect { link: id, peer });
@@ -407,5 +438,45 @@ mod tests {
         );
         d.received(link, b"ignored: stale link", later);
         d.closed(link, None, later);
+    }
+
+    #[test]
+    fn a_link_stalled_in_a_frame_is_closed_and_its_buffer_freed() {
+        #[allow(clippy::disallowed_methods)] // one real instant to start virtual time
+        let t0 = Instant::now();
+        let mut d = driver(t0);
+        d.handle_timeout(t0);
+        let cmds = drain(&mut d, t0);
+        let link = first_connect(&cmds);
+        d.connected(link, t0);
+        let _ = drain(&mut d, t0);
+        // A frame that declares 16 MiB and stops after a few bytes.
+        d.received(link, &[0, 0xff, 0xff, 0xf0, 0, 0, 0, 0, 1, 2, 3], t0);
+        assert!(drain(&mut d, t0).iter().all(|c| !matches!(c, DriverOutput::Close { .. })));
+        let due = d.poll_timeout().expect("a deadline");
+        assert!(due <= t0 + FRAME_STALL_TIMEOUT, "the stall has a deadline");
+        let later = t0 + FRAME_STALL_TIMEOUT;
+        d.handle_timeout(later);
+        let cmds = drain(&mut d, later);
+        assert!(cmds.iter().any(|c| matches!(c, DriverOutput::Close { link: l } if *l == link)), "{cmds:?}");
+        let stalled = cmds.iter().any(|c| {
+            matches!(
+                c,
+                DriverOutput::Event(Event::ConnectionLost {
+                    reason: DisconnectReason::Stalled { buffered: 11, .. },
+                    ..
+                })
+            )
+        });
+        assert!(stalled, "{cmds:?}");
+    }
+
+    fn first_connect(cmds: &[DriverOutput]) -> LinkId {
+        cmds.iter()
+            .find_map(|c| match c {
+                DriverOutput::Connect { link, .. } => Some(*link),
+                _ => None,
+            })
+            .expect("a connect")
     }
 }

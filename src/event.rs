@@ -106,6 +106,21 @@ pub enum DisconnectReason {
     BackingOff,
     /// Bytes from the peer did not decode; the link was closed.
     Decode(DecodeError),
+    /// A request timed out and nothing at all came from the peer since it was sent: the link
+    /// is taken for dead (a silent broker, a black-holed network) and opened afresh.
+    Unresponsive {
+        /// The request that timed out.
+        request: Code<RequestCode>,
+        /// How long the peer had been silent.
+        silent_for: std::time::Duration,
+    },
+    /// The peer stopped in the middle of a frame and sent nothing more for too long.
+    Stalled {
+        /// Bytes of the unfinished frame held.
+        buffered: usize,
+        /// How long since the last byte.
+        silent_for: std::time::Duration,
+    },
     /// The core asked for it ([`Output::Disconnect`]).
     Requested,
 }
@@ -118,6 +133,12 @@ impl fmt::Display for DisconnectReason {
             Self::ConnectFailed(e) => write!(f, "connect failed: {e}"),
             Self::BackingOff => f.write_str("not connecting: backing off after a failed connect"),
             Self::Decode(e) => write!(f, "undecodable bytes: {e}"),
+            Self::Unresponsive { request, silent_for } => {
+                write!(f, "unresponsive: {request} timed out, nothing received for {silent_for:?}")
+            }
+            Self::Stalled { buffered, silent_for } => {
+                write!(f, "stalled in a frame: {buffered} bytes held, nothing more for {silent_for:?}")
+            }
             Self::Requested => f.write_str("closed on request"),
         }
     }
@@ -552,6 +573,18 @@ pub enum Event {
         queue: MessageQueue,
         /// What was wrong.
         error: MessageDecodeError,
+    },
+    /// Records of a pull answer claimed queue offsets it cannot hold (before the offset asked
+    /// for, or at or past the broker's max): dropped, reported, and the queue goes on.
+    RecordsOutOfRange {
+        /// The queue.
+        queue: MessageQueue,
+        /// How many records.
+        count: usize,
+        /// The offset the pull asked for.
+        requested: i64,
+        /// The broker's max offset in that answer.
+        max: i64,
     },
     /// A batch ran past `consumeTimeout`; its messages were sent back for retry.
     ConsumeTimeout {

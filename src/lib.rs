@@ -159,7 +159,7 @@ pub use client_id::ClientId;
 pub use codec::{DecodeError, RemotingCodec};
 pub use config::{ConfigError, ConsumeMode, ConsumerConfig, ConsumerConfigBuilder, Subscription};
 pub use consumer::{Consumer, QueueSnapshot};
-pub use driver::{Driver, DriverOutput, LinkId};
+pub use driver::{Driver, DriverOutput, FRAME_STALL_TIMEOUT, LinkId};
 pub use error::UsageError;
 pub use event::{
     Batch, BatchId, BatchKind, Command, ConsumeContext, ConsumeResult, ConsumeStatus, DisconnectReason,

@@ -43,6 +43,8 @@ pub(crate) enum Timer {
     LocalRetry(u64),
     /// Graceful shutdown gave up waiting for in-flight work.
     ShutdownDeadline,
+    /// Shutdown ends now, whatever is still unanswered.
+    ShutdownLimit,
 }
 
 /// Deadline-ordered timers, at most one per [`Timer`] value.

@@ -47,3 +47,32 @@ fn connections_reset_during_long_polls_lose_nothing() {
     assert!(sim.consumer(c).unwrap().stats().pull_errors >= 5, "{:?}", sim.consumer(c).unwrap().stats());
     assert!(!sim.events(c).iter().any(|e| matches!(e, Event::CorruptPull { .. })));
 }
+
+#[test]
+fn a_broker_killed_and_back_replays_nothing_it_lost() {
+    // Two brokers; broker-b is killed (its consumer offsets are lost, as with a kill -9 before
+    // the offset flush) and stays away for 40 s: its queues leave the route and are released.
+    // When it is back, they start where this consumer had committed, not from the first offset.
+    let mut sim = Sim::builder(42)
+        .broker("broker-a", &[("T", 4)])
+        .broker("broker-b", &[("T", 4)])
+        .listener(|_, _, _| Verdict { took: Duration::from_millis(2), ..Verdict::OK })
+        .build();
+    let c = sim.add_consumer(
+        sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.produce("T", 800);
+    sim.run_until(|s| s.all_done(), Duration::from_secs(30)).unwrap();
+    sim.run_for(Duration::from_secs(6)); // the commits land
+    sim.inject(Fault::KillBroker(1, Duration::from_secs(40)));
+    sim.run_for(Duration::from_secs(70));
+    assert!(
+        sim.events(c).iter().any(|e| matches!(e, Event::QueuesRevoked { queues, .. }
+            if queues.iter().any(|q| &*q.broker_name == "broker-b"))),
+        "broker-b's queues were released while it was gone"
+    );
+    sim.produce("T", 200);
+    sim.run_until(|s| s.all_done(), Duration::from_secs(60)).unwrap();
+    let twice = sim.produced().iter().filter(|p| sim.times_consumed(&p.key) > 1).count();
+    assert_eq!(twice, 0, "messages consumed again after the broker came back");
+}

@@ -72,3 +72,25 @@ fn connects_refused_at_random_lose_nothing() {
     let connects = sim.transcript(c).iter().filter(|t| *t == "Connect").count();
     assert!(connects >= 3, "reconnected after refusals: {connects}");
 }
+
+#[test]
+fn a_silent_link_is_closed_and_opened_afresh() {
+    let mut sim = sim(63, false);
+    sim.produce("T", 40);
+    let c = sim.add_consumer(from_first(&sim));
+    sim.run_until(|s| s.all_done(), Duration::from_secs(10)).unwrap();
+    // Every link to the broker goes silent (a half-open connection after a partition): connects
+    // still succeed, nothing is answered, nothing closes. New links work again after the heal;
+    // the silent ones never do.
+    sim.inject(Fault::BlackholeBroker(0));
+    sim.produce("T", 40);
+    sim.run_for(Duration::from_secs(20));
+    sim.inject(Fault::HealBroker(0));
+    sim.run_until(|s| s.all_done(), Duration::from_secs(90)).unwrap();
+    let unresponsive = sim
+        .events(c)
+        .iter()
+        .filter(|e| matches!(e, Event::ConnectionLost { reason: DisconnectReason::Unresponsive { .. }, .. }))
+        .count();
+    assert!(unresponsive >= 1, "the dead link was named: {:?}", sim.events(c));
+}

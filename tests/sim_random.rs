@@ -17,6 +17,7 @@ use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeMode, Consum
 
 #[derive(Debug)]
 struct Plan {
+    slots: usize,
     orderly: bool,
     long_batches: bool,
     poison: bool,
@@ -42,6 +43,8 @@ fn plan(seed: u64) -> Plan {
     let long_batches = extra.below(4) == 0;
     // 1 message in 40 always fails: dead-lettered after maxReconsumeTimes.
     let poison = extra.below(4) == 0;
+    // Listener slots: batches wait for one in the core, their consume timeout not yet running.
+    let slots = [2, 4, 20][extra.below(3) as usize];
     let mut r = SimRng::new(seed);
     let brokers = 1 + r.below(2) as usize;
     let consumers = 1 + r.below(3) as usize;
@@ -58,7 +61,11 @@ fn plan(seed: u64) -> Plan {
         let at = Duration::from_millis(r.below(FAULT_WINDOW.as_millis() as u64));
         let f = match r.below(8) {
             0 => Fault::ResetBroker(r.below(brokers as u64) as usize),
-            1 => Fault::RestartBroker(r.below(brokers as u64) as usize, Duration::from_millis(r.below(6000))),
+            1 => {
+                let (b, down) = (r.below(brokers as u64) as usize, Duration::from_millis(r.below(6000)));
+                // Half of them a kill -9 that loses the broker's consumer offsets (own stream).
+                if extra.below(2) == 0 { Fault::KillBroker(b, down) } else { Fault::RestartBroker(b, down) }
+            }
             2 => Fault::CrashConsumer(r.below(consumers as u64) as usize),
             3 => Fault::ShutdownConsumer(r.below(consumers as u64) as usize),
             4 => Fault::RestartConsumer(r.below(consumers as u64) as usize),
@@ -79,6 +86,7 @@ fn plan(seed: u64) -> Plan {
         faults.push((at, f));
     }
     Plan {
+        slots,
         orderly,
         long_batches,
         poison,
@@ -132,6 +140,8 @@ fn run(seed: u64) -> Result<u64, String> {
         .consume_message_batch_max_size(p.batch)
         .allocate_strategy(p.strategy.clone())
         .max_reconsume_times(3)
+        .consume_thread_min(p.slots)
+        .consume_thread_max(p.slots)
         .consume_mode(if p.orderly { ConsumeMode::Orderly } else { ConsumeMode::Concurrently });
     for _ in 0..p.consumers {
         sim.add_consumer(cfg.clone());

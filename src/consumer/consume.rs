@@ -33,6 +33,8 @@ pub(super) struct InFlight {
     /// Orderly: the queue restarted under a new key while this ran; the result is ignored but
     /// still frees the queue for its next batch.
     pub(super) discard: bool,
+    /// Handed out to user code (a concurrent batch may wait for a listener slot first).
+    pub(super) started: bool,
 }
 
 /// A message on its way back to the broker.
@@ -107,20 +109,62 @@ impl Consumer {
         let messages = Messages::new(chunk, start, start + used);
         let queue = q.user_mq.clone();
         let id = self.next_batch_id();
-        self.batches.insert(id, InFlight { key, offsets: run, timed_out: false, discard: false });
-        // Orderly consumption has no consume timeout (as in Java). Otherwise every batch gets
-        // the same timeout, so deadlines arrive in dispatch order: a FIFO and one timer replace
-        // a timer per batch.
-        if !orderly {
-            let deadline = self.now + self.cfg.consume_timeout;
-            self.timeouts.push_back((deadline, id));
-            if self.timeouts.len() == 1 {
-                self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
+        self.batches
+            .insert(id, InFlight { key, offsets: run, timed_out: false, discard: false, started: orderly });
+        let batch = Batch { id, queue, messages, kind: BatchKind::Concurrent };
+        if orderly {
+            // One batch per queue at most, and no consume timeout (as in Java): out at once.
+            self.outputs.push_back(Output::Consume(Batch { kind: BatchKind::Orderly, ..batch }));
+        } else {
+            self.hand_out(batch);
+        }
+        (Some(id), used)
+    }
+
+    /// Concurrent batches go to user code only as fast as listener slots (`consumeThreadMin`)
+    /// free up; the rest wait here, in order. So a batch starts when it is handed out, and its
+    /// consume timeout counts from then — never while it waits behind others (Java times
+    /// consumption from the start of the listener call too).
+    fn hand_out(&mut self, batch: Batch) {
+        if self.running >= self.cfg.consume_thread_min {
+            self.waiting.push_back(batch);
+            return;
+        }
+        self.running += 1;
+        if let Some(b) = self.batches.get_mut(&batch.id) {
+            b.started = true;
+        }
+        // Every batch gets the same timeout, so deadlines arrive in hand-out order: a FIFO and
+        // one timer replace a timer per batch.
+        let deadline = self.now + self.cfg.consume_timeout;
+        self.timeouts.push_back((deadline, batch.id));
+        if self.timeouts.len() == 1 {
+            self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
+        }
+        self.outputs.push_back(Output::Consume(batch));
+    }
+
+    /// A listener slot freed up: hand out the next waiting batches that still matter.
+    fn slot_freed(&mut self) {
+        self.running = self.running.saturating_sub(1);
+        while self.running < self.cfg.consume_thread_min {
+            let Some(batch) = self.waiting.pop_front() else { return };
+            let live = self.batches.get(&batch.id).is_some_and(|b| self.queues.get(b.key).is_some());
+            if live {
+                self.hand_out(batch);
+            } else {
+                // Its queue was released or moved meanwhile: it never runs.
+                self.batches.remove(&batch.id);
             }
         }
-        let kind = if orderly { BatchKind::Orderly } else { BatchKind::Concurrent };
-        self.outputs.push_back(Output::Consume(Batch { id, queue, messages, kind }));
-        (Some(id), used)
+    }
+
+    /// Shutdown: batches that have not started never will (their messages stay uncommitted and
+    /// are delivered again after a restart).
+    pub(super) fn drop_waiting_batches(&mut self) {
+        for batch in std::mem::take(&mut self.waiting) {
+            self.batches.remove(&batch.id);
+        }
     }
 
     pub(super) fn on_consumed(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
@@ -128,11 +172,16 @@ impl Consumer {
             self.reply_direct(d, result);
             return Ok(());
         }
+        if !self.batches.get(&id).is_some_and(|b| b.started) {
+            // Never dispatched, still waiting for a slot, or answered already.
+            return Err(UsageError::UnknownBatch(id));
+        }
         let Some(b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
         if self.cfg.consume_mode == ConsumeMode::Orderly {
             self.on_orderly_result(id, b, result);
             return Ok(());
         }
+        self.slot_freed();
         if b.timed_out || self.queues.get(b.key).is_none() {
             // Timed out (already sent back) or the queue was released or moved: discard.
             return Ok(());

@@ -3,7 +3,8 @@
 //! Shutdown: stop pulling and rebalancing; wait for in-flight batches and send-backs (up to
 //! `awaitTerminationMillisWhenShutdown`); persist every offset and wait for the answers;
 //! unregister from every broker and wait; then [`Event::Terminated`]. Every wait is bounded by
-//! request timeouts, so shutdown always ends.
+//! request timeouts, and the whole by [`shutdown_limit`](Consumer::shutdown_limit) from the
+//! command, whatever peers send meanwhile: shutdown always ends.
 
 use super::Consumer;
 use super::offsets::Persist;
@@ -140,6 +141,7 @@ impl Consumer {
             matches!(
                 t,
                 Timer::Request(_)
+                    | Timer::ShutdownLimit
                     | Timer::Heartbeat
                     | Timer::PersistOffsets
                     | Timer::ConsumeTimeoutScan
@@ -147,7 +149,26 @@ impl Consumer {
             )
         });
         self.local_retries.clear();
+        self.drop_waiting_batches();
         self.timers.set(Timer::ShutdownDeadline, self.now + self.cfg.await_termination_when_shutdown);
+        self.timers.set(Timer::ShutdownLimit, self.now + self.shutdown_limit());
+    }
+
+    /// The longest a shutdown takes from the command to [`Event::Terminated`]:
+    /// `awaitTerminationMillisWhenShutdown` for running batches, then one offset-update timeout
+    /// and one request timeout for the final commits and unregistering.
+    pub fn shutdown_limit(&self) -> std::time::Duration {
+        self.cfg.await_termination_when_shutdown
+            + self.cfg.offset_rpc_timeout
+            + self.cfg.mq_client_api_timeout
+    }
+
+    /// The shutdown limit passed: end now. Offsets not confirmed by then are the ones a
+    /// restart may consume again (never any that were not finished).
+    pub(super) fn on_shutdown_limit(&mut self) {
+        if self.state != RunState::Terminated {
+            self.terminate();
+        }
     }
 
     pub(super) fn on_shutdown_deadline(&mut self) {

@@ -111,7 +111,14 @@ pub struct Consumer {
     queues: QueueTable,
     local_offsets: BTreeMap<MessageQueue, i64>,
     local_offsets_dirty: bool,
+    /// Commits of queues dropped because their broker left the route; a queue coming back
+    /// starts no lower (see `apply_assignment`).
+    gone_offsets: BTreeMap<MessageQueue, i64>,
     batches: HashMap<BatchId, InFlight>,
+    /// Concurrent batches with user code now (at most `consumeThreadMin`).
+    running: usize,
+    /// Concurrent batches waiting for a listener slot, in order (their entries are in `batches`).
+    waiting: VecDeque<crate::event::Batch>,
     timeouts: VecDeque<(Instant, BatchId)>,
     direct: HashMap<BatchId, DirectReply>,
     next_batch: u64,
@@ -167,7 +174,10 @@ impl Consumer {
             queues: QueueTable::default(),
             local_offsets: BTreeMap::new(),
             local_offsets_dirty: false,
+            gone_offsets: BTreeMap::new(),
             batches: HashMap::new(),
+            running: 0,
+            waiting: VecDeque::new(),
             timeouts: VecDeque::new(),
             direct: HashMap::new(),
             next_batch: 1,
@@ -192,6 +202,7 @@ impl Consumer {
         self.advance_clock(now);
         match input {
             Input::Frame { peer, command } => {
+                self.heard_from(&peer);
                 if command.is_response() {
                     self.on_response(peer, command);
                 } else {
@@ -320,6 +331,7 @@ impl Consumer {
             Timer::ConsumeTimeoutScan => self.scan_consume_timeouts(),
             Timer::LocalRetry(id) => self.run_local_retry(id),
             Timer::ShutdownDeadline => self.on_shutdown_deadline(),
+            Timer::ShutdownLimit => self.on_shutdown_limit(),
             Timer::LockRenew => self.renew_locks(),
             Timer::Lock(key) => {
                 if self.queues.get(key).is_some_and(|q| q.phase == queues::Phase::Locking) {

@@ -10,7 +10,7 @@ use super::requests::{Failure, PendingKind};
 
 use crate::config::ConsumeMode;
 use crate::event::{Event, PeerAddr, Request};
-use crate::message::{decode_messages, keys};
+use crate::message::{DecodeBudget, decode_messages_within, keys};
 use crate::process_queue::EntryState;
 use crate::protocol::body::MessageModel;
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
@@ -186,8 +186,17 @@ impl Consumer {
     }
 
     fn on_found(&mut self, key: QueueKey, h: &PullMessageResponseHeader, cmd: RemotingCommand) {
-        let msgs = match decode_messages(&cmd.body, &self.cfg.decode) {
-            Ok(m) => m,
+        let (count_limit, size_limit) = (self.count_threshold(), self.size_threshold());
+        let Some(q) = self.queues.get(key) else { return };
+        // What this pull may add to the queue's cache: a hostile or broken broker cannot make it
+        // hold more than the thresholds allow (plus one record).
+        let budget = DecodeBudget {
+            messages: count_limit.saturating_sub(q.pq.count()),
+            bytes: size_limit.saturating_sub(q.pq.bytes()),
+        };
+        let requested = q.next_offset;
+        let decoded = match decode_messages_within(&cmd.body, &self.cfg.decode, budget) {
+            Ok(d) => d,
             Err(e) => {
                 // Never skip what cannot be read: report, keep the offset, try again.
                 let queue = self.queues.get(key).map(|q| q.user_mq.clone());
@@ -198,22 +207,44 @@ impl Consumer {
                 return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
             }
         };
+        let delta = h.offset_delta.unwrap_or(0);
+        let mut msgs = decoded.messages;
+        for m in msgs.iter_mut() {
+            m.queue_offset = m.queue_offset.saturating_add(delta);
+        }
+        // Only offsets that can be in this answer: from what was asked for up to the broker's
+        // max. Anything else (a corrupt or forged record) is dropped and reported; held, it would
+        // pin the queue's watermark and span forever.
+        let valid = requested..h.max_offset;
+        let last_valid = msgs.iter().rev().map(|m| m.queue_offset).find(|o| valid.contains(o));
+        let before = msgs.len();
+        msgs.retain(|m| valid.contains(&m.queue_offset));
+        if let Some(q) = self.queues.get(key).filter(|_| msgs.len() < before) {
+            let (queue, count) = (q.user_mq.clone(), before - msgs.len());
+            self.emit(Event::RecordsOutOfRange { queue, count, requested, max: h.max_offset });
+        }
+        // Where the next pull starts: after what was decoded when the budget cut the answer
+        // short, else where the broker says — if that is inside what it could mean.
+        let said = h.next_begin_offset;
+        let next = match (decoded.truncated, last_valid) {
+            (true, Some(last)) => last + 1,
+            _ if (requested..=h.max_offset).contains(&said) => said,
+            (_, Some(last)) => last + 1,
+            (_, None) => requested,
+        };
         let Some(q) = self.queues.get(key) else { return };
         // Client-side re-filter (the broker filters by tag hash, which can collide); only a
         // subscription with tags needs it, and only then are properties parsed.
         let filter = self.subs.get(&*q.mq.topic).filter(|s| !s.tags_set.is_empty());
         let retry_topic = q.mq.topic.starts_with(crate::producer::RETRY_TOPIC_PREFIX);
-        let delta = h.offset_delta.unwrap_or(0);
         let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
         let state = if orderly { EntryState::Ready } else { EntryState::InFlight };
         let unwrap_ns = self.cfg.namespace.is_some();
-        let mut msgs = msgs;
         if let Some(s) = filter {
             msgs.retain(|m| s.matches_tag(m.tags()));
         }
         let mut fresh = Vec::with_capacity(msgs.len());
         for m in msgs.iter_mut() {
-            m.queue_offset += delta;
             // A retry message carries its original topic (resetRetryAndNamespace).
             if retry_topic {
                 if let Some(original) = m.properties.get(keys::RETRY_TOPIC) {
@@ -227,7 +258,7 @@ impl Consumer {
             }
         }
         let Some(q) = self.queues.get_mut(key) else { return };
-        q.next_offset = h.next_begin_offset;
+        q.next_offset = next;
         q.suggest_broker_id = h.suggest_which_broker_id;
         let chunk = std::sync::Arc::new(msgs);
         for (i, m) in chunk.iter().enumerate() {

@@ -50,6 +50,9 @@ pub(super) struct QueueState {
     /// Orderly: messages given up on, on their way to the dead-letter queue. The queue waits for
     /// them, as Java's synchronous send does: nothing after a message overtakes it.
     pub(super) dead_letters: u32,
+    /// Released because its broker left the route: its commit is remembered (the broker may
+    /// come back having lost it).
+    pub(super) broker_gone: bool,
 }
 
 impl QueueState {
@@ -71,6 +74,7 @@ impl QueueState {
             suspended: false,
             lock_failures: 0,
             dead_letters: 0,
+            broker_gone: false,
         }
     }
 }

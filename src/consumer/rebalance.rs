@@ -22,6 +22,10 @@ use crate::timer::{QueueKey, Timer};
 /// Java's `rocketmq.client.rebalance.minInterval`: passes at least this far apart.
 const MIN_REBALANCE_GAP: Duration = Duration::from_secs(1);
 
+/// Offsets remembered for queues whose broker vanished, at most (one per queue of a very large
+/// cluster; entries leave when their queue comes back).
+const MAX_GONE_OFFSETS: usize = 65_536;
+
 impl Consumer {
     /// Rebalance soon: now, or one minimum gap after the previous pass.
     pub(super) fn request_rebalance(&mut self) {
@@ -132,8 +136,10 @@ impl Consumer {
         target.dedup();
         let mut revoked = Vec::new();
         for key in self.queues.keys_of_topic(topic) {
-            let Some(q) = self.queues.get(key) else { continue };
+            let routed = self.routes.get(topic);
+            let Some(q) = self.queues.get_mut(key) else { continue };
             if q.phase != Phase::Releasing && target.binary_search(&q.mq).is_err() {
+                q.broker_gone = routed.is_some_and(|r| !r.queues.contains(&q.mq));
                 revoked.push(q.user_mq.clone());
                 self.revoke_queue(key);
             }
@@ -150,7 +156,13 @@ impl Consumer {
             }
             let user_mq = MessageQueue::new(self.ns.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id);
             assigned.push(user_mq.clone());
+            let remembered = self.gone_offsets.remove(&mq);
             let key = self.queues.insert(mq, user_mq);
+            if let (Some(offset), Some(q)) = (remembered, self.queues.get_mut(key)) {
+                // Back after its broker vanished: start no lower than what was committed then,
+                // whatever the broker lost meanwhile (a kill -9 loses its recent offsets).
+                q.offset.force(offset);
+            }
             self.begin_queue(key);
         }
         let user_topic = self.ns.unwrap(topic).to_owned();
@@ -165,6 +177,13 @@ impl Consumer {
     /// Stop consuming a queue: persist its offset, drop its state. In-flight results for it are
     /// discarded when they arrive (its key is stale).
     pub(super) fn release_queue(&mut self, key: QueueKey) {
+        self.update_commit(key);
+        if let Some(q) = self.queues.get(key).filter(|q| q.broker_gone && q.offset.value() >= 0) {
+            let (mq, offset) = (q.mq.clone(), q.offset.value());
+            if self.gone_offsets.len() < MAX_GONE_OFFSETS {
+                self.gone_offsets.insert(mq, offset);
+            }
+        }
         if self.uses_locks() {
             self.release_locked(key);
         } else {

@@ -6,10 +6,10 @@
 //! SUBSCRIPTION_NOT_EXIST. Every request to a broker therefore passes the gate: sent at once when
 //! the peer is registered, otherwise parked until a heartbeat comes back.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Consumer;
-use crate::event::{Event, MalformedFrame, Output, PeerAddr, Request, Transmit};
+use crate::event::{DisconnectReason, Event, MalformedFrame, Output, PeerAddr, Request, Transmit};
 use crate::protocol::{Code, RemotingCommand, RequestCode, ResponseCode};
 use crate::timer::{QueueKey, Timer};
 
@@ -50,7 +50,7 @@ pub(super) enum PendingKind {
     /// LOCK_BATCH_MQ for `keys`, sent at `sent` (the lock's age counts from there).
     Lock {
         keys: Vec<QueueKey>,
-        sent: std::time::Instant,
+        sent: Instant,
     },
     Unlock {
         mqs: Vec<crate::message::MessageQueue>,
@@ -63,6 +63,8 @@ pub(super) struct Pending {
     pub(super) peer: PeerAddr,
     pub(super) code: Code<RequestCode>,
     pub(super) kind: PendingKind,
+    /// When it went out (a timeout with nothing heard from the peer since means a dead link).
+    pub(super) sent: Instant,
 }
 
 /// A request waiting for its broker's registration.
@@ -91,6 +93,8 @@ pub(super) struct PeerState {
     pub(super) deferred: Vec<Deferred>,
     /// The broker's `version` from its heartbeat answer.
     pub(super) version: i32,
+    /// When the last frame came from it (any frame: an answer, a broker request).
+    pub(super) last_heard: Option<Instant>,
 }
 
 /// Why a request got no usable answer.
@@ -119,7 +123,7 @@ impl Consumer {
     ) {
         let opaque = self.next_opaque();
         let code = request.code();
-        self.pending.insert(opaque, Pending { peer: peer.clone(), code, kind });
+        self.pending.insert(opaque, Pending { peer: peer.clone(), code, kind, sent: self.now });
         self.timers.set(Timer::Request(opaque), self.now + timeout);
         self.outputs.push_back(Output::Transmit(Box::new(Transmit {
             peer,
@@ -296,10 +300,29 @@ impl Consumer {
         self.emit(Event::Malformed { peer, request: request.into(), error: error.into() });
     }
 
+    /// A request timed out. If nothing at all came from its peer since it was sent, the link is
+    /// taken for dead and closed (as Java's `clientCloseSocketIfTimeout`): everything else in
+    /// flight on it fails now and is retried on a fresh connection, instead of each waiting for
+    /// its own timeout on a link that will never answer.
     pub(super) fn on_request_timeout(&mut self, opaque: i32) {
-        if let Some(p) = self.pending.remove(&opaque) {
-            self.on_failure(p, Failure::Timeout);
+        let Some(p) = self.pending.remove(&opaque) else { return };
+        let heard = self.peers.get(&p.peer).and_then(|s| s.last_heard);
+        let silent = heard.is_none_or(|h| h < p.sent);
+        let (peer, request, silent_for) = (p.peer.clone(), p.code, self.now - heard.unwrap_or(p.sent));
+        self.on_failure(p, Failure::Timeout);
+        if silent {
+            self.emit(Event::ConnectionLost {
+                peer: peer.clone(),
+                reason: DisconnectReason::Unresponsive { request, silent_for },
+            });
+            self.outputs.push_back(Output::Disconnect { peer });
         }
+    }
+
+    /// Something came from `peer`: its link is alive.
+    pub(super) fn heard_from(&mut self, peer: &PeerAddr) {
+        let now = self.now;
+        self.peer(peer).last_heard = Some(now);
     }
 
     /// The connection to `peer` is gone: every request in flight to it fails now (in opaque
@@ -333,7 +356,7 @@ impl Consumer {
                 Deferred::Pull(key) => self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception),
                 Deferred::Persist { key, shutdown } => self.persist_failed(key, shutdown),
                 Deferred::Request { request, kind, .. } => {
-                    let p = Pending { peer: peer.clone(), code: request.code(), kind };
+                    let p = Pending { peer: peer.clone(), code: request.code(), kind, sent: self.now };
                     self.on_failure(p, Failure::Disconnected);
                 }
             }

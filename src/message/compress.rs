@@ -43,6 +43,11 @@ pub fn decompress(kind: CompressionType, input: &[u8], cap: usize) -> Result<Vec
     if out.len() > cap {
         return Err(DecompressError::TooLarge { cap });
     }
+    // The buffer grew by doubling: give back a large unused tail, it would be held as long as
+    // the message is.
+    if out.capacity() - out.len() > out.len() / 4 {
+        out.shrink_to_fit();
+    }
     Ok(out)
 }
 

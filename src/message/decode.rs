@@ -49,28 +49,75 @@ pub struct MessageDecodeError {
     pub what: &'static str,
 }
 
+/// Most messages one inner-batch record may unwrap into. A record beyond it is reported as
+/// corrupt rather than held: tiny entries cost far more decoded than stored (a 32 MiB body of
+/// them would be millions of messages).
+pub const MAX_INNER_BATCH: usize = 65_536;
+
+/// How much one decode may produce: a pull answer against its queue's free cache
+/// (`pullThresholdForQueue`, `pullThresholdSizeForQueue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeBudget {
+    /// Messages (each inner-batch entry counts).
+    pub messages: usize,
+    /// Body bytes, after decompression.
+    pub bytes: usize,
+}
+
+impl DecodeBudget {
+    /// No limit but the per-record ones.
+    pub const UNLIMITED: Self = Self { messages: usize::MAX, bytes: usize::MAX };
+}
+
+/// What [`decode_messages_within`] produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// The messages of the records decoded, in order.
+    pub messages: Vec<MessageExt>,
+    /// The budget ran out before the last record: the rest was not decoded (a later pull brings
+    /// it again).
+    pub truncated: bool,
+}
+
 /// Decode every record of a pull body. Inner batches are unwrapped; bodies decompressed.
 ///
 /// All-or-nothing: a malformed record fails the whole body, because the records after it cannot
 /// be located reliably and silently skipping them would lose messages.
 pub fn decode_messages(body: &Bytes, opts: &DecodeOptions) -> Result<Vec<MessageExt>, MessageDecodeError> {
+    decode_messages_within(body, opts, DecodeBudget::UNLIMITED).map(|d| d.messages)
+}
+
+/// Decode records of a pull body while `budget` lasts: the first record always, each next one
+/// only while the messages and bytes decoded so far are under the budget. So what a decode holds
+/// is bounded by the budget plus one record (itself bounded by
+/// [`max_body_size`](DecodeOptions::max_body_size) and [`MAX_INNER_BATCH`]).
+pub fn decode_messages_within(
+    body: &Bytes,
+    opts: &DecodeOptions,
+    budget: DecodeBudget,
+) -> Result<Decoded, MessageDecodeError> {
     // A pull brings at most 32 messages by default; sizing for that avoids regrowing (and
     // moving every message) while never reserving more than the body could hold.
     let mut out = Vec::with_capacity((body.len() / (FIXED_V4 + 7)).min(32));
     let mut pos = 0;
     let mut index = 0;
+    let mut bytes = 0usize;
     let mut last_topic: Option<Arc<str>> = None;
     while pos < body.len() {
+        if index > 0 && (out.len() >= budget.messages || bytes >= budget.bytes) {
+            return Ok(Decoded { messages: out, truncated: true });
+        }
         let (msg, size) = decode_record(body, pos, index, opts, &mut last_topic)?;
         pos += size;
         index += 1;
+        bytes = bytes.saturating_add(msg.body.len());
         if msg.sys_flag & (INNER_BATCH_FLAG | NEED_UNWRAP_FLAG) == INNER_BATCH_FLAG | NEED_UNWRAP_FLAG {
             unwrap_inner_batch(msg, index - 1, pos - size, &mut out)?;
         } else {
             out.push(msg);
         }
     }
-    Ok(out)
+    Ok(Decoded { messages: out, truncated: false })
 }
 
 /// Decode exactly one record (a CONSUME_MESSAGE_DIRECTLY body).
@@ -265,7 +312,12 @@ fn unwrap_inner_batch(
     let mut c = Cursor { buf: &body, pos: 0, end: body.len(), index };
     let err = |what| MessageDecodeError { index, offset: record_start, what };
     let mut i = 0i64;
+    let before = out.len();
     while c.pos < c.end {
+        if out.len() - before >= MAX_INNER_BATCH {
+            out.truncate(before);
+            return Err(err("inner batch of more than MAX_INNER_BATCH (65,536) messages"));
+        }
         let entry_start = c.pos;
         let total = c.i32("truncated inner entry size").map_err(|_| err("truncated inner batch entry"))?;
         let _magic = c.i32("").map_err(|_| err("truncated inner batch entry"))?;

@@ -15,7 +15,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 pub use compress::{DecompressError, compress, decompress};
-pub use decode::{DEFAULT_MAX_BODY_SIZE, DecodeOptions, MessageDecodeError, decode_message, decode_messages};
+pub use decode::{
+    DEFAULT_MAX_BODY_SIZE, DecodeBudget, DecodeOptions, Decoded, MAX_INNER_BATCH, MessageDecodeError,
+    decode_message, decode_messages, decode_messages_within,
+};
 pub use encode::{encode_batch_entry, encode_stored, stored_size};
 pub use id::{UniqIdGenerator, offset_msg_id, parse_offset_msg_id};
 pub use properties::{NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, Properties, is_system_key, keys};

@@ -518,6 +518,13 @@ impl SimBroker {
         self.last_check = now;
     }
 
+    /// A crash (kill -9) before the consumer offsets were flushed: [`restart`](Self::restart),
+    /// and every group's committed offsets are gone too.
+    pub fn crash(&mut self, now: Instant) {
+        self.restart(now);
+        self.offsets.clear();
+    }
+
     /// The next frame to write, oldest first.
     pub fn poll_output(&mut self) -> Option<Outgoing> {
         self.out.pop_front()
@@ -671,6 +678,20 @@ impl SimBroker {
     /// Delayed messages not yet due.
     pub fn scheduled(&self) -> usize {
         self.schedule.len()
+    }
+
+    /// Rewrite the stored record at `offset` (a corrupt or forged record, for fault tests): `f`
+    /// gets its bytes; what it leaves is what pulls serve from then on.
+    pub fn rewrite_record(&mut self, topic: &str, queue_id: i32, offset: i64, f: impl FnOnce(&mut Vec<u8>)) {
+        let Some(&ti) = self.topic_index.get(topic) else { return };
+        let Some(q) = usize::try_from(queue_id).ok().and_then(|i| self.topics[ti].queues.get_mut(i)) else {
+            return;
+        };
+        if let Some(e) = q.entry_mut(offset) {
+            let mut bytes = e.record.to_vec();
+            f(&mut bytes);
+            e.record = Bytes::from(bytes);
+        }
     }
 
     /// Retention: forget a queue's messages below `new_min` (clamped to the queue's range), so

@@ -3,7 +3,7 @@
 //! them: links are connected (or refused) after a hop, every frame goes out as bytes finished by
 //! the driver and comes back as bytes the driver frames, in pieces when reads are split.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -64,8 +64,12 @@ pub struct Faults {
 pub enum Fault {
     /// Close every connection to broker `i`.
     ResetBroker(usize),
-    /// Restart broker `i`; it refuses connections for `down`.
+    /// Restart broker `i`; it refuses connections for `down`, and the name server leaves it out
+    /// of routes meanwhile.
     RestartBroker(usize, Duration),
+    /// Kill broker `i` (kill -9) for `down`: as a restart, and it loses every group's committed
+    /// offsets (not flushed yet).
+    KillBroker(usize, Duration),
     /// Kill consumer `i` without shutdown.
     CrashConsumer(usize),
     /// Start consumer `i` again (a new process: new client id).
@@ -74,6 +78,11 @@ pub enum Fault {
     ShutdownConsumer(usize),
     /// Set the network fault rates.
     SetFaults(Faults),
+    /// Broker `i`'s connections, current and new, go silent: connects succeed, nothing is
+    /// answered, nothing closes (a half-open link after a partition, a hung broker).
+    BlackholeBroker(usize),
+    /// New connections to broker `i` work again; the black-holed ones stay dead until closed.
+    HealBroker(usize),
 }
 
 /// A message the simulation produced.
@@ -126,6 +135,8 @@ pub(super) struct Conn {
     /// The connect was answered (and succeeded).
     connected: bool,
     open: bool,
+    /// Nothing passes in either direction, and nothing closes it.
+    blackholed: bool,
     /// Bytes from the consumer not yet framed (the server's read buffer).
     inbox: BytesMut,
     last_to_server: Instant,
@@ -168,7 +179,9 @@ pub(super) struct SimConsumer {
     pub(super) incarnation: u32,
     links: BTreeMap<LinkId, ConnId>,
     /// Batches dispatched and not yet answered.
-    pub(super) outstanding: BTreeSet<BatchId>,
+    pub(super) outstanding: BTreeMap<BatchId, crate::BatchKind>,
+    /// `consumeThreadMin`: concurrent batches with user code at once, at most.
+    slots: usize,
     local_offsets: Vec<(MessageQueue, i64)>,
     transcript: Vec<String>,
     events: Vec<Event>,
@@ -258,6 +271,7 @@ impl SimBuilder {
             })
             .collect();
         let broker_up = vec![true; brokers.len()];
+        let blackholed = vec![false; brokers.len()];
         Sim {
             rng: SimRng::new(self.seed),
             seed: self.seed,
@@ -271,6 +285,7 @@ impl SimBuilder {
             name_server: SimNameServer::new("127.0.0.1:9876"),
             brokers,
             broker_up,
+            blackholed,
             consumers: Vec::new(),
             events: BTreeMap::new(),
             seq: 0,
@@ -306,6 +321,8 @@ pub struct Sim {
     name_server: SimNameServer,
     pub(super) brokers: Vec<SimBroker>,
     broker_up: Vec<bool>,
+    /// New connections to these brokers are black holes.
+    blackholed: Vec<bool>,
     pub(super) consumers: Vec<SimConsumer>,
     events: BTreeMap<(Instant, u64), Ev>,
     seq: u64,
@@ -386,7 +403,8 @@ impl Sim {
             driver: None,
             incarnation: 0,
             links: BTreeMap::new(),
-            outstanding: BTreeSet::new(),
+            outstanding: BTreeMap::new(),
+            slots: 0,
             local_offsets: Vec::new(),
             transcript: Vec::new(),
             events: Vec::new(),
@@ -408,6 +426,7 @@ impl Sim {
             .build()
             .unwrap_or_else(|e| panic!("sim consumer {i}: {e}"));
         self.checker.consumer_started(i, &cfg);
+        c.slots = cfg.consume_thread_min();
         let mut driver = Driver::new(Consumer::new(cfg, self.now));
         driver.restore_local_offsets(c.local_offsets.clone());
         c.driver = Some(driver);
@@ -548,8 +567,12 @@ impl Sim {
     pub fn inject(&mut self, fault: Fault) {
         match fault {
             Fault::ResetBroker(b) => self.reset_broker_conns(b),
-            Fault::RestartBroker(b, down) => {
-                self.brokers[b].restart(self.now);
+            Fault::RestartBroker(b, down) | Fault::KillBroker(b, down) => {
+                if matches!(fault, Fault::KillBroker(..)) {
+                    self.brokers[b].crash(self.now);
+                } else {
+                    self.brokers[b].restart(self.now);
+                }
                 let name = self.brokers[b].name().to_owned();
                 self.checker.broker_restarted(&name);
                 self.reset_broker_conns(b);
@@ -566,6 +589,13 @@ impl Sim {
             }
             Fault::ShutdownConsumer(i) => self.command(i, Command::Shutdown),
             Fault::SetFaults(f) => self.faults = f,
+            Fault::BlackholeBroker(b) => {
+                self.blackholed[b] = true;
+                for c in self.conns.values_mut().filter(|c| c.open && c.target == Target::Broker(b)) {
+                    c.blackholed = true;
+                }
+            }
+            Fault::HealBroker(b) => self.blackholed[b] = false,
         }
     }
 
@@ -666,6 +696,7 @@ impl Sim {
                 target: target.unwrap_or(Target::NameServer),
                 connected: false,
                 open: true,
+                blackholed: matches!(target, Some(Target::Broker(b)) if self.blackholed[b]),
                 inbox: BytesMut::new(),
                 last_to_server: self.now,
                 last_to_consumer: self.now,
@@ -681,6 +712,9 @@ impl Sim {
     fn write(&mut self, i: usize, link: LinkId, bytes: &[u8]) {
         let Some(&conn) = self.consumers[i].links.get(&link) else { return };
         let Some(c) = self.conns.get_mut(&conn).filter(|c| c.open && c.connected) else { return };
+        if c.blackholed {
+            return;
+        }
         c.inbox.extend_from_slice(bytes);
         let mut frames = Vec::new();
         loop {
@@ -727,7 +761,7 @@ impl Sim {
     }
 
     fn send_to_consumer(&mut self, conn: ConnId, mut cmd: RemotingCommand) {
-        if !self.conns.get(&conn).is_some_and(|c| c.open && c.connected) {
+        if !self.conns.get(&conn).is_some_and(|c| c.open && c.connected && !c.blackholed) {
             return;
         }
         if self.rng.chance(self.faults.drop) {
@@ -828,10 +862,17 @@ impl Sim {
     fn run_listener(&mut self, i: usize, batch: Batch) {
         let c = &mut self.consumers[i];
         assert!(
-            c.outstanding.insert(batch.id),
+            c.outstanding.insert(batch.id, batch.kind).is_none(),
             "seed {}: consumer {i} dispatched {} twice",
             self.seed,
             batch.id
+        );
+        let running = c.outstanding.values().filter(|k| **k == crate::BatchKind::Concurrent).count();
+        assert!(
+            running <= c.slots,
+            "seed {}: consumer {i} has {running} concurrent batches with user code, more than consumeThreadMin {}",
+            self.seed,
+            c.slots
         );
         let verdict = (self.listener)(i, &batch, &mut self.rng);
         let orderly = batch.kind == crate::BatchKind::Orderly;
@@ -930,7 +971,14 @@ impl Sim {
                 };
                 match target {
                     Target::NameServer => {
-                        let brokers: Vec<&SimBroker> = self.brokers.iter().collect();
+                        // A broker that is down has no channel to the name server: not routed.
+                        let brokers: Vec<&SimBroker> = self
+                            .brokers
+                            .iter()
+                            .zip(&self.broker_up)
+                            .filter(|(_, up)| **up)
+                            .map(|(b, _)| b)
+                            .collect();
                         if let Some(reply) = self.name_server.handle(&cmd, &brokers) {
                             self.send_to_consumer(conn, reply);
                         }
@@ -991,7 +1039,7 @@ impl Sim {
                 }
                 let seed = self.seed;
                 let c = &mut self.consumers[i];
-                if !c.outstanding.remove(&batch) {
+                if c.outstanding.remove(&batch).is_none() {
                     return;
                 }
                 self.checker.on_orderly_result(i, batch);
@@ -1086,6 +1134,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::TopicNotFound { .. } => "TopicNotFound",
         Event::OffsetMoved { .. } => "OffsetMoved",
         Event::CorruptPull { .. } => "CorruptPull",
+        Event::RecordsOutOfRange { .. } => "RecordsOutOfRange",
         Event::ConsumeTimeout { .. } => "ConsumeTimeout",
         Event::LocalRetry { .. } => "LocalRetry",
         Event::FailedMessagesDropped { .. } => "FailedMessagesDropped",

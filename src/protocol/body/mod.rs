@@ -18,7 +18,7 @@ pub use offsets::{
     ConsumeStatsBody, GetConsumerListByGroupResponseBody, GetConsumerStatusBody, OffsetWrapper,
     ResetOffsetBody,
 };
-pub use route::{BrokerData, QueueData, TopicRouteData, perm};
+pub use route::{BrokerData, MAX_QUEUES_PER_BROKER, QueueData, TopicRouteData, perm};
 pub use running_info::{ConsumeStats, ConsumerRunningInfo, ProcessQueueInfo};
 
 use crate::json::{JsonError, JsonWriter, Value};

@@ -18,6 +18,11 @@ pub mod perm {
     pub const PRIORITY: i32 = 8;
 }
 
+/// Most queues of one topic on one broker that a route may declare. Brokers serve a topic's
+/// queues from one consume-queue file set each; real topics have 4–256. A route beyond this is
+/// corrupt or hostile and is refused whole (the previous route stays), not clamped.
+pub const MAX_QUEUES_PER_BROKER: i32 = 4096;
+
 /// A topic's route.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TopicRouteData {
@@ -77,7 +82,7 @@ impl TopicRouteData {
                 continue;
             }
             let broker: std::sync::Arc<str> = qd.broker_name.as_str().into();
-            for id in 0..qd.read_queue_nums.clamp(0, 65_536) {
+            for id in 0..qd.read_queue_nums.clamp(0, MAX_QUEUES_PER_BROKER) {
                 out.push(MessageQueue { topic: topic.clone(), broker_name: broker.clone(), queue_id: id });
             }
         }
@@ -93,7 +98,7 @@ impl TopicRouteData {
             if qd.perm & perm::WRITE == 0 {
                 continue;
             }
-            for id in 0..qd.write_queue_nums.clamp(0, 65_536) {
+            for id in 0..qd.write_queue_nums.clamp(0, MAX_QUEUES_PER_BROKER) {
                 out.push(MessageQueue::new(topic, qd.broker_name.as_str(), id));
             }
         }
@@ -114,12 +119,20 @@ impl JsonBody for TopicRouteData {
     fn from_value(v: &Value) -> Result<Self, BodyError> {
         let o = Obj::new(v, Self::NAME)?;
         let mut queue_datas = Vec::new();
+        let queue_nums = |q: &Obj<'_>, field: &'static str| {
+            let n = q.i32_or(field, 0)?;
+            if (0..=MAX_QUEUES_PER_BROKER).contains(&n) {
+                Ok(n)
+            } else {
+                Err(BodyError::Field { body: "QueueData", field, what: "is negative or beyond 4096 queues" })
+            }
+        };
         for q in o.array("queueDatas")? {
             let q = Obj::new(q, "QueueData")?;
             queue_datas.push(QueueData {
                 broker_name: q.str("brokerName")?,
-                read_queue_nums: q.i32_or("readQueueNums", 0)?,
-                write_queue_nums: q.i32_or("writeQueueNums", 0)?,
+                read_queue_nums: queue_nums(&q, "readQueueNums")?,
+                write_queue_nums: queue_nums(&q, "writeQueueNums")?,
                 perm: q.i32_or("perm", 0)?,
                 topic_sys_flag: q.i32_or("topicSysFlag", 0)?,
             });
@@ -189,6 +202,17 @@ mod tests {
     use super::*;
 
     const FASTJSON: &str = r#"{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4},{"brokerName":"broker-b","perm":2,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}]}"#;
+
+    #[test]
+    fn absurd_queue_counts_are_refused_not_clamped() {
+        for n in ["2147483647", "4097", "-1"] {
+            let body = FASTJSON.replacen(r#""readQueueNums":4"#, &format!(r#""readQueueNums":{n}"#), 1);
+            let err = TopicRouteData::decode(body.as_bytes()).unwrap_err();
+            assert!(err.to_string().contains("readQueueNums"), "{n}: {err}");
+        }
+        let body = FASTJSON.replacen(r#""readQueueNums":4"#, r#""readQueueNums":4096"#, 1);
+        assert_eq!(TopicRouteData::decode(body.as_bytes()).unwrap().subscribe_queues("T").len(), 4096);
+    }
 
     #[test]
     fn parses_fastjson_and_standard_forms() {

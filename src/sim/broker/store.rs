@@ -223,6 +223,11 @@ impl Queue {
         usize::try_from(i).ok().and_then(|i| self.entries.get(i))
     }
 
+    pub(super) fn entry_mut(&mut self, offset: i64) -> Option<&mut Entry> {
+        let i = offset.checked_sub(self.min)?;
+        usize::try_from(i).ok().and_then(|i| self.entries.get_mut(i))
+    }
+
     /// `DefaultMessageStore.getMessage`: status, corrected next offset and the records.
     ///
     /// The scan stops after ~800 consume-queue entries (`maxFilterMessageSize`), when the batch
