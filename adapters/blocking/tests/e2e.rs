@@ -65,3 +65,47 @@ fn invalid_settings_are_refused_with_the_knob_named() {
         PushConsumer::builder("g").name_server("127.0.0.1:9876").subscribe("T", "*").start().unwrap_err();
     assert!(err.to_string().contains("no listener"), "{err}");
 }
+
+#[test]
+fn the_consume_timeout_counts_from_the_listener_start() {
+    // One listener thread, 400 ms per message, a 1 s consume timeout, 8 messages in one queue:
+    // batches wait for the thread, but none may time out while waiting (Java times a batch from
+    // the start of its listener call). Timed from dispatch, the later ones would be sent back
+    // while queued, and consumed twice.
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use rocketmq_push_blocking::{ConsumeFromWhere, Event};
+    use rocketmq_push_core::message::{Message, keys};
+
+    let env = Env::sim();
+    let topic = "consume_timeout_from_start";
+    env.create_topic(topic, 1);
+    env.produce(
+        (0..8).map(|i| Message::new(topic, "x").with_property(keys::UNIQ_KEY, &format!("k{i}"))).collect(),
+    );
+    let (seen, events) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
+    let (s, e) = (seen.clone(), events.clone());
+    let consumer = PushConsumer::builder("g_consume_timeout")
+        .name_server(env.name_server())
+        .subscribe(topic, "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .configure(|c| c.consume_thread_min(1).consume_thread_max(1).consume_timeout(Duration::from_secs(1)))
+        .on_event(move |ev| e.lock().unwrap().push(ev.clone()))
+        .listener(move |msgs, _| {
+            std::thread::sleep(Duration::from_millis(400));
+            s.lock().unwrap().extend(msgs.iter().map(|m| m.queue_offset));
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    rocketmq_push_e2e::wait(Duration::from_secs(20), "all eight consumed", || {
+        seen.lock().unwrap().len() >= 8
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    consumer.shutdown();
+    let timeouts =
+        events.lock().unwrap().iter().filter(|e| matches!(e, Event::ConsumeTimeout { .. })).count();
+    assert_eq!(timeouts, 0, "a batch waiting for the listener thread timed out");
+    assert_eq!(*seen.lock().unwrap(), (0..8).collect::<Vec<i64>>(), "each once, in order");
+}

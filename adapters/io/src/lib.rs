@@ -28,6 +28,6 @@ pub use client::{Client, ClientError, Producer};
 pub use client_id::{client_id, stable_client_id};
 pub(crate) use listener::panic_message;
 pub use listener::{AsyncListener, BoxFuture, SyncListener, async_listener, guarded};
-pub use log::log_event;
+pub use log::{Repeats, cause, log_event};
 pub use offset_file::OffsetFile;
-pub use options::{__core, ConsumerOptions, EventHook, Prepared, StartError};
+pub use options::{__core, ConsumerOptions, EventHook, LOG_WINDOW, Prepared, StartError};

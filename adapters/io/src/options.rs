@@ -2,14 +2,17 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::{
     BatchId, ClientId, Command, ConfigError, ConsumeFromWhere, ConsumeMode, ConsumeResult, Consumer,
     ConsumerConfig, ConsumerConfigBuilder, Driver, Event, MessageModel, MessageQueue,
 };
 
-use crate::{OffsetFile, client_id, log_event, stable_client_id};
+use crate::{OffsetFile, Repeats, client_id, log_event, stable_client_id};
+
+/// How long repeats of one cause are grouped in the log.
+pub const LOG_WINDOW: Duration = Duration::from_secs(10);
 
 /// Called with every event (after it is logged).
 pub type EventHook = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -60,6 +63,8 @@ pub struct Prepared {
     pub on_event: Option<EventHook>,
     /// Listener concurrency (`consumeThreadMin`).
     pub consume_threads: usize,
+    /// Repeats of one cause in the log, grouped per 10 s.
+    pub repeats: Repeats,
 }
 
 impl Prepared {
@@ -72,11 +77,26 @@ impl Prepared {
         }
     }
 
-    /// An event: to the log, then to the application's hook.
-    pub fn event(&self, e: &Event) {
-        log_event(e);
+    /// An event: to the log (repeats of one cause grouped), then to the application's hook
+    /// (every one).
+    pub fn event(&mut self, e: &Event, now: Instant) {
+        match self.repeats.note(e, now) {
+            Some(0) => log_event(e),
+            Some(n) => {
+                log_event(e);
+                tracing::warn!(repeats = n, "… and {n} more like it since the last report");
+            }
+            None => {}
+        }
         if let Some(hook) = &self.on_event {
             hook(e);
+        }
+    }
+
+    /// One line per cause whose repeats were held back and whose interval ended.
+    pub fn flush_log(&mut self, now: Instant) {
+        for (cause, n) in self.repeats.due(now) {
+            tracing::warn!(%cause, repeats = n, "{n} more times in the last {LOG_WINDOW:?}: {cause}");
         }
     }
 
@@ -203,7 +223,13 @@ impl ConsumerOptions {
         let consume_threads = cfg.consume_thread_min();
         let mut driver = Driver::new(Consumer::new(cfg, Instant::now()));
         driver.restore_local_offsets(restored);
-        Ok(Prepared { driver, offset_file, on_event: self.on_event, consume_threads })
+        Ok(Prepared {
+            driver,
+            offset_file,
+            on_event: self.on_event,
+            consume_threads,
+            repeats: Repeats::new(LOG_WINDOW),
+        })
     }
 }
 

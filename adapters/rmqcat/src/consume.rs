@@ -8,11 +8,12 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use rocketmq_push_core::json::JsonWriter;
 use rocketmq_push_core::{ConsumeFromWhere, ConsumeStatus, Event, MessageExt, MessageModel};
+use rocketmq_push_io::{LOG_WINDOW, Repeats};
 use rocketmq_push_tokio::PushConsumer;
 use tokio::sync::Notify;
 
@@ -118,9 +119,19 @@ fn parse_utc(s: &str) -> Option<i64> {
 fn describe(e: &Event) -> Option<String> {
     Some(match e {
         Event::ConnectionLost { peer, reason } => format!("connection to {peer} lost ({reason}); retrying"),
-        Event::BrokerError { peer, code, remark, .. } => format!("broker {peer} answered {code}: {remark}"),
+        Event::BrokerError { peer, request, code, remark } => {
+            format!("{peer} answered {request} with {code}: {remark}")
+        }
+        Event::Malformed { peer, request, error } => {
+            format!("unreadable {request} frame from {peer}: {error}")
+        }
+        Event::RequestTimeout { peer, request } => format!("{request} to {peer} timed out; retrying"),
         Event::TopicNotFound { topic } => format!("topic {topic} not found; retrying"),
         Event::CorruptPull { queue, error } => format!("unreadable pull from {queue:?}: {error}"),
+        Event::RecordsOutOfRange { queue, count, .. } => {
+            format!("{count} record(s) from {queue:?} outside the offsets asked for: dropped")
+        }
+        Event::LockFailed { queue } => format!("could not lock {queue:?}; retrying"),
         _ => return None,
     })
 }
@@ -221,6 +232,8 @@ async fn consume(
     shared: Arc<Shared>,
     quiet: bool,
 ) -> Outcome {
+    let repeats = Arc::new(std::sync::Mutex::new(Repeats::new(LOG_WINDOW)));
+    let hook_repeats = repeats.clone();
     let mut b = PushConsumer::builder(o.group.as_str())
         .name_server(ns)
         .message_model(if o.broadcast { MessageModel::Broadcasting } else { MessageModel::Clustering })
@@ -234,8 +247,13 @@ async fn consume(
                 .await_termination_when_shutdown(Duration::from_secs(1))
         })
         .on_event(move |e| {
-            if let Some(line) = describe(e).filter(|_| !quiet) {
-                eprintln!("rmqcat: {line}");
+            let Some(line) = describe(e).filter(|_| !quiet) else { return };
+            // One line per cause per interval: a broker that stays down is not a line a second.
+            let mut r = hook_repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match r.note(e, Instant::now()) {
+                Some(0) => eprintln!("rmqcat: {line}"),
+                Some(n) => eprintln!("rmqcat: {line} (and {n} more like it since)"),
+                None => {}
             }
         });
     b = match &o.sql {
@@ -274,7 +292,13 @@ async fn consume(
             _ = tokio::signal::ctrl_c() => break,
             () = terminate() => break,
             () = shared.done.notified() => break,
-            _ = tick.tick() => progress.update(shared.printed.load(Ordering::SeqCst)),
+            _ = tick.tick() => {
+                progress.update(shared.printed.load(Ordering::SeqCst));
+                let due = repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner).due(Instant::now());
+                for (cause, n) in due.into_iter().filter(|_| !quiet) {
+                    eprintln!("rmqcat: {n} more in the last {}s: {cause}", LOG_WINDOW.as_secs());
+                }
+            }
         }
     }
     shared.stopping.store(true, Ordering::SeqCst);

@@ -10,7 +10,13 @@ use super::{CONNECT_TIMEOUT, Runtime};
 
 /// Connect in the background; on success report `Connected` first, then start the reader and
 /// the writer (so nothing read can overtake the report).
-pub(super) fn connect<R: Runtime>(rt: &R, link: LinkId, peer: PeerAddr, inbox: Sender<Msg>) {
+pub(super) fn connect<R: Runtime>(
+    rt: &R,
+    link: LinkId,
+    peer: PeerAddr,
+    inbox: Sender<Msg>,
+    data: Sender<Msg>,
+) {
     let task_rt = rt.clone();
     let report = inbox.clone();
     let task = async move {
@@ -27,10 +33,10 @@ pub(super) fn connect<R: Runtime>(rt: &R, link: LinkId, peer: PeerAddr, inbox: S
             return;
         }
         let started = task_rt
-            .spawn("rmq-read", read::<R>(rd, link, inbox.clone(), stopped))
-            .and_then(|()| task_rt.spawn("rmq-write", write::<R>(wr, link, queued, inbox.clone())));
+            .spawn("rmq-read", read::<R>(rd, link, data.clone(), stopped))
+            .and_then(|()| task_rt.spawn("rmq-write", write::<R>(wr, link, queued, data.clone())));
         if let Err(error) = started {
-            let _ = inbox.try_send(Msg::Closed { link, error: Some(error) });
+            let _ = data.send(Msg::Closed { link, error: Some(error) }).await;
         }
     };
     if let Err(error) = rt.spawn("rmq-connect", task) {
@@ -56,7 +62,8 @@ async fn read<R: Runtime>(mut rd: R::Reader, link: LinkId, inbox: Sender<Msg>, s
             Some(Err(error)) => Msg::Closed { link, error: Some(error) },
         };
         let last = matches!(msg, Msg::Closed { .. });
-        if inbox.try_send(msg).is_err() || last {
+        // Waits while the owner's data queue is full: TCP then slows the peer down.
+        if inbox.send(msg).await.is_err() || last {
             return;
         }
     }
@@ -65,7 +72,7 @@ async fn read<R: Runtime>(mut rd: R::Reader, link: LinkId, inbox: Sender<Msg>, s
 async fn write<R: Runtime>(mut wr: R::Writer, link: LinkId, queued: Receiver<Bytes>, inbox: Sender<Msg>) {
     while let Ok(bytes) = queued.recv().await {
         if let Err(error) = R::write_all(&mut wr, &bytes).await {
-            let _ = inbox.try_send(Msg::Closed { link, error: Some(error) });
+            let _ = inbox.send(Msg::Closed { link, error: Some(error) }).await;
             break;
         }
     }

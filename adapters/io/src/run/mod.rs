@@ -89,11 +89,12 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// listener workers, and (as the driver asks) connections.
 pub fn start<R: Runtime>(rt: R, options: ConsumerOptions, listener: Listener) -> Result<Handle, StartError> {
     let prepared = options.prepare()?;
-    let (tx, rx) = async_channel::unbounded();
+    let inbox = owner::Inbox::new();
+    let control = inbox.control_tx.clone();
     let (done_tx, done_rx) = async_channel::bounded::<()>(1);
-    let pool = pool::Pool::start(&rt, listener, prepared.consume_threads, tx.clone())
+    let pool = pool::Pool::start(&rt, listener, prepared.consume_threads, control.clone())
         .map_err(|e| StartError::Runtime(e.to_string()))?;
-    let owner = owner::run(rt.clone(), prepared, pool, tx.clone(), rx, done_tx);
+    let owner = owner::run(rt.clone(), prepared, pool, inbox, done_tx);
     rt.spawn("rmq-driver", owner).map_err(|e| StartError::Runtime(e.to_string()))?;
-    Ok(Handle::new(tx, done_rx))
+    Ok(Handle::new(control, done_rx))
 }

@@ -35,13 +35,22 @@ pub(crate) struct LinkWriter {
     _stop: Sender<()>,
 }
 
+/// Writes queued on one link at most (each one or more whole frames): a peer that stops reading
+/// gets its link closed rather than our memory filled.
+pub(crate) const MAX_QUEUED_WRITES: usize = 16_384;
+
 impl LinkWriter {
     pub(super) fn new(writes: Sender<Bytes>, stop: Sender<()>) -> Self {
         Self { writes, _stop: stop }
     }
 
-    pub(crate) fn write(&self, bytes: Bytes) {
-        // Unbounded: fails only once the writer task has ended, which reports the close itself.
+    /// Queue `bytes`; false when the peer has not taken what was queued before.
+    pub(crate) fn write(&self, bytes: Bytes) -> bool {
+        if self.writes.len() >= MAX_QUEUED_WRITES {
+            return false;
+        }
+        // Fails only once the writer task has ended, which reports the close itself.
         let _ = self.writes.try_send(bytes);
+        true
     }
 }

@@ -1,7 +1,7 @@
 //! The owner task: the only place the `Driver` lives and every output is carried out.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future;
@@ -13,29 +13,59 @@ use super::msg::{LinkWriter, Msg};
 use super::pool::Pool;
 use crate::Prepared;
 
-/// Messages fed to the driver per wake-up at most, so outputs (pulls, results) are not held back
-/// behind a long queue.
+/// Messages of each kind fed to the driver per wake-up at most, so outputs (pulls, results) are
+/// not held back behind a long queue.
 const DRAIN: usize = 256;
+
+/// Bytes read, at most this many messages queued: a peer that floods us is slowed down by TCP
+/// (its reader waits) instead of filling memory, and commands never queue behind its bytes.
+pub(super) const DATA_QUEUE: usize = 64;
+
+/// The owner's two inboxes. Control (commands, consume results, connects) always goes first;
+/// data (bytes read, links closed) is bounded.
+pub(super) struct Inbox {
+    pub(super) control_tx: Sender<Msg>,
+    pub(super) control: Receiver<Msg>,
+    pub(super) data_tx: Sender<Msg>,
+    pub(super) data: Receiver<Msg>,
+}
+
+impl Inbox {
+    pub(super) fn new() -> Self {
+        let (control_tx, control) = async_channel::unbounded();
+        let (data_tx, data) = async_channel::bounded(DATA_QUEUE);
+        Self { control_tx, control, data_tx, data }
+    }
+}
 
 pub(super) async fn run<R: Runtime>(
     rt: R,
     mut p: Prepared,
     pool: Pool,
-    tx: Sender<Msg>,
-    rx: Receiver<Msg>,
+    inbox: Inbox,
     // Dropped when this task ends: that is what `Handle::terminated` waits for.
     _done: Sender<()>,
 ) {
+    let Inbox { control_tx, control, data_tx, data } = inbox;
     let mut links: HashMap<LinkId, LinkWriter> = HashMap::new();
     let mut timer: Option<(R::Timer, Instant)> = None;
+    let mut next_log_flush = Instant::now();
     loop {
         let now = Instant::now();
         while let Some(out) = p.driver.poll_output(now) {
             match out {
-                DriverOutput::Connect { link, peer } => link::connect(&rt, link, peer, tx.clone()),
+                DriverOutput::Connect { link, peer } => {
+                    link::connect(&rt, link, peer, control_tx.clone(), data_tx.clone())
+                }
                 DriverOutput::Write { link, bytes } => {
-                    if let Some(w) = links.get(&link) {
-                        w.write(bytes);
+                    if links.get(&link).is_some_and(|w| !w.write(bytes)) {
+                        // The peer does not read what we write: close rather than queue more.
+                        links.remove(&link);
+                        let why = std::io::Error::other(format!(
+                            "{} writes queued: the peer is not reading",
+                            super::msg::MAX_QUEUED_WRITES
+                        ));
+                        p.driver.closed(link, Some(IoFailure::from(&why)), now);
                     }
                 }
                 DriverOutput::Close { link } => {
@@ -43,12 +73,16 @@ pub(super) async fn run<R: Runtime>(
                 }
                 DriverOutput::Consume(batch) => pool.consume(batch),
                 DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
-                DriverOutput::Event(e) => p.event(&e),
+                DriverOutput::Event(e) => p.event(&e, now),
                 DriverOutput::Terminated => return,
             }
         }
+        let next = async {
+            // Control first: `or` polls its first future first.
+            future::or(async { control.recv().await.ok() }, async { data.recv().await.ok() }).await
+        };
         let first = match p.driver.poll_timeout() {
-            None => rx.recv().await.ok(),
+            None => next.await,
             Some(at) => {
                 let t = match &mut timer {
                     Some((t, armed)) => {
@@ -60,7 +94,7 @@ pub(super) async fn run<R: Runtime>(
                     }
                     None => &mut timer.insert((rt.timer(at), at)).0,
                 };
-                let woke = future::or(async { Some(rx.recv().await.ok()) }, async {
+                let woke = future::or(async { Some(next.await) }, async {
                     t.await;
                     None
                 })
@@ -76,16 +110,22 @@ pub(super) async fn run<R: Runtime>(
                 }
             }
         };
-        // The inbox cannot close while this task holds `tx`; `None` is unreachable but harmless.
+        // The inboxes cannot close while this task holds their senders; `None` is unreachable.
         let Some(first) = first else { return };
         let now = Instant::now();
         feed(&mut p, &mut links, first, now);
-        for _ in 1..DRAIN {
-            let Ok(msg) = rx.try_recv() else { break };
-            feed(&mut p, &mut links, msg, now);
+        for rx in [&control, &data] {
+            for _ in 1..DRAIN {
+                let Ok(msg) = rx.try_recv() else { break };
+                feed(&mut p, &mut links, msg, now);
+            }
         }
         if p.driver.poll_timeout().is_some_and(|at| at <= now) {
             p.driver.handle_timeout(now);
+        }
+        if now >= next_log_flush {
+            p.flush_log(now);
+            next_log_flush = now + Duration::from_secs(1);
         }
     }
 }
