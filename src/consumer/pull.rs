@@ -223,14 +223,17 @@ impl Consumer {
             let (queue, count) = (q.user_mq.clone(), before - msgs.len());
             self.emit(Event::RecordsOutOfRange { queue, count, requested, max: h.max_offset });
         }
-        // Where the next pull starts: after what was decoded when the budget cut the answer
-        // short, else where the broker says — if that is inside what it could mean.
-        let said = h.next_begin_offset;
-        let next = match (decoded.truncated, last_valid) {
-            (true, Some(last)) => last + 1,
-            _ if (requested..=h.max_offset).contains(&said) => said,
-            (_, Some(last)) => last + 1,
-            (_, None) => requested,
+        // Where the next pull starts. Cut short by the budget: at the first record not decoded,
+        // if its offset is plausible, else right after the last good one (never skipping what
+        // was not seen). Otherwise where the broker says, if that is inside what it could mean.
+        let plausible = |o: i64| (requested..=h.max_offset).contains(&o) && last_valid.is_none_or(|l| o > l);
+        let after_last = last_valid.map_or(requested, |l| l + 1);
+        let next = if decoded.truncated {
+            decoded.resume_at.map(|o| o.saturating_add(delta)).filter(|o| plausible(*o)).unwrap_or(after_last)
+        } else if (requested..=h.max_offset).contains(&h.next_begin_offset) {
+            h.next_begin_offset
+        } else {
+            after_last
         };
         let Some(q) = self.queues.get(key) else { return };
         // Client-side re-filter (the broker filters by tag hash, which can collide); only a

@@ -77,6 +77,9 @@ pub struct Decoded {
     /// The budget ran out before the last record: the rest was not decoded (a later pull brings
     /// it again).
     pub truncated: bool,
+    /// When truncated: the queue offset the first record left undecoded claims (read from its
+    /// fixed header, unchecked), where the next pull should start if it is plausible.
+    pub resume_at: Option<i64>,
 }
 
 /// Decode every record of a pull body. Inner batches are unwrapped; bodies decompressed.
@@ -105,7 +108,9 @@ pub fn decode_messages_within(
     let mut last_topic: Option<Arc<str>> = None;
     while pos < body.len() {
         if index > 0 && (out.len() >= budget.messages || bytes >= budget.bytes) {
-            return Ok(Decoded { messages: out, truncated: true });
+            // The queue offset field sits at bytes 20..28 of every record.
+            let resume_at = body.get(pos + 20..pos + 28).map(|b| be_i64(b, 0));
+            return Ok(Decoded { messages: out, truncated: true, resume_at });
         }
         let (msg, size) = decode_record(body, pos, index, opts, &mut last_topic)?;
         pos += size;
@@ -117,7 +122,7 @@ pub fn decode_messages_within(
             out.push(msg);
         }
     }
-    Ok(Decoded { messages: out, truncated: false })
+    Ok(Decoded { messages: out, truncated: false, resume_at: None })
 }
 
 /// Decode exactly one record (a CONSUME_MESSAGE_DIRECTLY body).

@@ -3,9 +3,11 @@
 //!
 //! One thread owns the simulated servers (the sim is single-owner, like the core); one thread
 //! accepts per port; one reads per connection. Faults can be injected: close every connection of
-//! a broker (in the middle of long polls), or write bytes that are not a frame.
+//! a broker (in the middle of long polls), write bytes that are not a frame, or turn the servers
+//! [hostile](Hostility) — silent, malformed, decompression bombs, absurd routes and offsets,
+//! request floods — and back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -17,7 +19,10 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use rocketmq_push_core::codec::{RemotingCodec, encode_to_bytes};
 use rocketmq_push_core::message::{Message, MessageExt};
+use rocketmq_push_core::protocol::{RequestCode, ResponseCode};
 use rocketmq_push_core::sim::{ConnId, SimBroker, SimBrokerConfig, SimNameServer};
+
+mod hostile;
 
 /// The servers, as the driver thread owns them.
 pub struct World {
@@ -27,6 +32,39 @@ pub struct World {
     pub brokers: Vec<SimBroker>,
     conns: BTreeMap<ConnId, (Target, TcpStream)>,
     next_produce: usize,
+    hostility: Hostility,
+    /// Pull requests waiting for their answer: (connection, opaque).
+    pulls: HashSet<(ConnId, i32)>,
+    /// Connections left in the middle of a frame: nothing more is written to them.
+    poisoned: HashSet<ConnId>,
+}
+
+/// How the served name server and brokers misbehave (for hostile-input tests). Switch back to
+/// [`Hostility::None`] and they behave again, on new and existing connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hostility {
+    /// Behave.
+    #[default]
+    None,
+    /// Read every request, answer none, close nothing.
+    Silent,
+    /// Answer with a frame that declares 16 MiB, send 100 bytes of it, then nothing more on that
+    /// connection.
+    PartialFrames,
+    /// Answer with a frame whose length field is negative.
+    MalformedLengths,
+    /// Routes declare 2^31 − 1 read and write queues.
+    AbsurdRoutes,
+    /// FOUND pull answers carry 48 zlib records, each inflating to just under 32 MiB.
+    ZlibBombs,
+    /// FOUND pull answers carry an inner-batch record inflating to 32 MiB of one-byte entries.
+    InnerBatchBombs,
+    /// FOUND pull answers carry one more record, claiming queue offset 2^62.
+    AbsurdOffsets,
+    /// Every broker connection gets 2,000 requests (an unknown code, answers expected) every
+    /// 100 ms.
+    RequestFlood,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +141,9 @@ impl SimServer {
             brokers: sim_brokers,
             conns: BTreeMap::new(),
             next_produce: 0,
+            hostility: Hostility::None,
+            pulls: HashSet::new(),
+            poisoned: HashSet::new(),
         };
         let driver = thread::Builder::new().name("sim-server".into()).spawn(move || drive(world, &rx))?;
         Ok(Self { name_server: ns_addr, brokers: addrs, tx, stop, listeners, driver: Some(driver) })
@@ -196,6 +237,16 @@ impl SimServer {
         })
     }
 
+    /// Make the servers misbehave (or behave again with [`Hostility::None`]).
+    pub fn set_hostility(&self, h: Hostility) {
+        self.with(move |w, _| {
+            w.hostility = h;
+            if h == Hostility::None {
+                w.poisoned.clear();
+            }
+        });
+    }
+
     /// Stop everything and close every connection.
     pub fn stop(mut self) {
         self.shutdown();
@@ -277,6 +328,8 @@ fn read_loop(mut stream: TcpStream, conn: ConnId, tx: &Sender<Ev>) {
 }
 
 fn close(w: &mut World, conn: ConnId, now: Instant) {
+    w.poisoned.remove(&conn);
+    w.pulls.retain(|(c, _)| *c != conn);
     if let Some((target, s)) = w.conns.remove(&conn) {
         let _ = s.shutdown(Shutdown::Both);
         if let Target::Broker(b) = target {
@@ -287,13 +340,12 @@ fn close(w: &mut World, conn: ConnId, now: Instant) {
 }
 
 fn flush(w: &mut World, b: usize) {
-    while let Some(out) = w.brokers[b].poll_output() {
-        let bytes = encode_to_bytes(&out.command);
-        if let Some((_, s)) = w.conns.get_mut(&out.conn) {
-            if s.write_all(&bytes).is_err() {
-                let _ = s.shutdown(Shutdown::Both);
-            }
+    while let Some(mut out) = w.brokers[b].poll_output() {
+        let pull = out.command.is_response() && w.pulls.remove(&(out.conn, out.command.opaque));
+        if pull && out.command.code == ResponseCode::Success as i32 {
+            hostile::mangle_pull(w.hostility, &mut out.command);
         }
+        write_answer(w, out.conn, &out.command);
     }
     while let Some(conn) = w.brokers[b].poll_closed() {
         if let Some((_, s)) = w.conns.remove(&conn) {
@@ -302,7 +354,29 @@ fn flush(w: &mut World, b: usize) {
     }
 }
 
+/// Write an answer as the hostility says: as it is, not at all, or broken.
+fn write_answer(w: &mut World, conn: ConnId, cmd: &rocketmq_push_core::RemotingCommand) {
+    if w.poisoned.contains(&conn) {
+        return;
+    }
+    let bytes = match w.hostility {
+        Hostility::Silent => return,
+        Hostility::PartialFrames => {
+            w.poisoned.insert(conn);
+            hostile::partial_frame()
+        }
+        Hostility::MalformedLengths => bytes::Bytes::from_static(&[0xff, 0xff, 0xff, 0xfb, 1, 0, 0, 0]),
+        _ => encode_to_bytes(cmd),
+    };
+    if let Some((_, s)) = w.conns.get_mut(&conn) {
+        if s.write_all(&bytes).is_err() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
 fn drive(mut w: World, rx: &Receiver<Ev>) {
+    let mut next_flood = Instant::now();
     loop {
         let next = w.brokers.iter().filter_map(SimBroker::poll_timeout).min();
         let wait = next.map_or(Duration::from_millis(100), |t| t.saturating_duration_since(Instant::now()));
@@ -326,14 +400,17 @@ fn drive(mut w: World, rx: &Receiver<Ev>) {
             Some(Ev::Frame { conn, cmd }) => match w.conns.get(&conn).map(|(t, _)| *t) {
                 Some(Target::NameServer) => {
                     let brokers: Vec<&SimBroker> = w.brokers.iter().collect();
-                    if let Some(reply) = w.name_server.handle(&cmd, &brokers) {
-                        let bytes = encode_to_bytes(&reply);
-                        if let Some((_, s)) = w.conns.get_mut(&conn) {
-                            let _ = s.write_all(&bytes);
+                    if let Some(mut reply) = w.name_server.handle(&cmd, &brokers) {
+                        if cmd.code == RequestCode::GetRouteInfoByTopic as i32 {
+                            hostile::mangle_route(w.hostility, &mut reply);
                         }
+                        write_answer(&mut w, conn, &reply);
                     }
                 }
                 Some(Target::Broker(b)) => {
+                    if cmd.code == RequestCode::PullMessage as i32 && !cmd.is_response() {
+                        w.pulls.insert((conn, cmd.opaque));
+                    }
                     w.brokers[b].handle(conn, cmd, now);
                     flush(&mut w, b);
                 }
@@ -342,6 +419,10 @@ fn drive(mut w: World, rx: &Receiver<Ev>) {
             Some(Ev::Closed { conn }) => close(&mut w, conn, now),
             Some(Ev::Call(f)) => f(&mut w, now),
             None => {}
+        }
+        if w.hostility == Hostility::RequestFlood && now >= next_flood {
+            next_flood = now + Duration::from_millis(100);
+            hostile::flood(&mut w);
         }
         for b in 0..w.brokers.len() {
             if w.brokers[b].poll_timeout().is_some_and(|t| t <= now) {
