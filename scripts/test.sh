@@ -3,9 +3,11 @@
 #
 #   1. starts a name server and broker 5.3.3 (scripts/rocketmq.sh) and runs `cargo test` for the
 #      whole workspace with RMQ_REQUIRE_BROKER=1, so a missing broker fails instead of skipping;
-#   2. restarts on the 4.9.x broker (4.9.7: the 4.9.8 server jars are not on Maven Central) and runs
+#   2. runs the chaos suite's bounded version (scripts/chaos.sh smoke: its own clusters on other
+#      ports, killed and restarted; SKIP_CHAOS=1 skips it);
+#   3. restarts on the 4.9.x broker (4.9.7: the 4.9.8 server jars are not on Maven Central) and runs
 #      the wire suite again (SKIP_V4=1 skips this step);
-#   3. stops the broker whatever happens.
+#   4. stops the broker whatever happens.
 #
 # Extra arguments go to the first `cargo test` (e.g. scripts/test.sh -- --nocapture).
 set -euo pipefail
@@ -20,6 +22,10 @@ started=1
 eval "$(scripts/rocketmq.sh env)"
 export RMQ_REQUIRE_BROKER=1
 cargo test --workspace --all-features "$@"
+
+if [[ ${SKIP_CHAOS:-0} != 1 ]]; then
+  scripts/chaos.sh smoke
+fi
 
 if [[ ${SKIP_V4:-0} != 1 ]]; then
   scripts/rocketmq.sh stop

@@ -103,6 +103,8 @@ pub struct Consumer {
     routes: BTreeMap<String, TopicRoute>,
     brokers: BTreeMap<String, BTreeMap<i64, PeerAddr>>,
     route_retry: Duration,
+    /// When the last early route refresh (after a broker failure) was due.
+    last_early_refresh: Option<Instant>,
     route_queries: BTreeSet<String>,
     rebalancing: BTreeMap<String, bool>,
     rebalance_rotation: usize,
@@ -167,6 +169,7 @@ impl Consumer {
             routes: BTreeMap::new(),
             brokers: BTreeMap::new(),
             route_retry: Duration::from_secs(1),
+            last_early_refresh: None,
             route_queries: BTreeSet::new(),
             rebalancing: BTreeMap::new(),
             rebalance_rotation: 0,
@@ -211,6 +214,9 @@ impl Consumer {
             }
             Input::Disconnected { peer, reason } => {
                 if reason != DisconnectReason::Requested {
+                    if reason != DisconnectReason::BackingOff {
+                        self.broker_failed(&peer);
+                    }
                     self.emit(Event::ConnectionLost { peer: peer.clone(), reason });
                 }
                 self.on_disconnected(&peer)

@@ -27,6 +27,9 @@ pub(super) struct TopicRoute {
 
 const MAX_ROUTE_RETRY: Duration = Duration::from_secs(30);
 
+/// Early route refreshes after a broker failure are at least this far apart.
+const EARLY_ROUTE_REFRESH: Duration = Duration::from_secs(1);
+
 impl Consumer {
     pub(super) fn name_server(&self) -> PeerAddr {
         self.name_servers[self.name_server_index % self.name_servers.len()].clone()
@@ -53,6 +56,23 @@ impl Consumer {
             self.route_retry = (self.route_retry * 2).min(MAX_ROUTE_RETRY);
         }
         self.timers.set(Timer::RouteRefresh, self.now + next);
+    }
+
+    /// A broker node failed (refused a connect, closed or went silent): ask for routes soon
+    /// instead of at the next 30 s refresh. The name server drops a dead broker within
+    /// moments, so a master's queues move to its slave (and a vanished broker's queues are
+    /// released) in about a second, not half a minute. At most one early refresh per
+    /// [`EARLY_ROUTE_REFRESH`].
+    pub(super) fn broker_failed(&mut self, peer: &PeerAddr) {
+        let is_broker = self.brokers.values().any(|addrs| addrs.values().any(|a| a == peer));
+        if !is_broker || self.state != RunState::Running {
+            return;
+        }
+        if self.last_early_refresh.is_some_and(|t| self.now < t + EARLY_ROUTE_REFRESH) {
+            return;
+        }
+        self.last_early_refresh = Some(self.now);
+        self.timers.set_if_earlier(Timer::RouteRefresh, self.now);
     }
 
     pub(super) fn query_route(&mut self, topic: &str) {

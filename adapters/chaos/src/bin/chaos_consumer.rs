@@ -4,7 +4,8 @@
 //!
 //! `chaos_consumer NAMESRV GROUP TOPIC OUT [knob=value …]` with knobs `from=first|last`,
 //! `queue_mib=N` (pullThresholdSizeForQueue), `await_ms=N` (awaitTerminationMillisWhenShutdown),
-//! `threads=N` (consumeThreadMin).
+//! `threads=N` (consumeThreadMin), `delay_ms=N` (the listener takes that long per batch),
+//! `queue_msgs=N` (pullThresholdForQueue).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -18,7 +19,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [ns, group, topic, out, knobs @ ..] = &args[..] else {
         eprintln!(
-            "usage: chaos_consumer NAMESRV GROUP TOPIC OUT [from=first|last] [queue_mib=N] [await_ms=N] [threads=N]"
+            "usage: chaos_consumer NAMESRV GROUP TOPIC OUT [from=first|last] [queue_mib=N] [await_ms=N] [threads=N] [delay_ms=N] [queue_msgs=N]"
         );
         std::process::exit(2);
     };
@@ -30,6 +31,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let queue_mib: usize = knob("queue_mib").map_or(Ok(100), str::parse)?;
     let await_ms: u64 = knob("await_ms").map_or(Ok(5000), str::parse)?;
     let threads: usize = knob("threads").map_or(Ok(20), str::parse)?;
+    let queue_msgs: usize = knob("queue_msgs").map_or(Ok(1000), str::parse)?;
+    let delay = Duration::from_millis(knob("delay_ms").map_or(Ok(0), str::parse)?);
     let file = Arc::new(Mutex::new(OpenOptions::new().create(true).append(true).open(out)?));
     let consumer = PushConsumer::builder(group.as_str())
         .name_server(ns.as_str())
@@ -37,6 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .consume_from_where(from)
         .configure(|c| {
             c.pull_threshold_size_for_queue_mib(queue_mib)
+                .pull_threshold_for_queue(queue_msgs)
                 .await_termination_when_shutdown(Duration::from_millis(await_ms))
                 .consume_thread_min(threads)
                 .consume_thread_max(threads)
@@ -45,6 +49,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .listener(move |msgs, ctx| {
             let file = file.clone();
             async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
                 let mut lines = String::new();
                 for m in msgs.iter() {
                     let q = &ctx.queue;
