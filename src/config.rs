@@ -69,6 +69,7 @@ pub struct ConsumerConfig {
     pub(crate) pull_batch_size_in_bytes: i32,
     pub(crate) consume_message_batch_max_size: usize,
     pub(crate) post_subscription_when_pull: bool,
+    pub(crate) new_group_skips_history: bool,
     pub(crate) unit_mode: bool,
     pub(crate) max_reconsume_times: i32,
     pub(crate) suspend_current_queue_time: Duration,
@@ -202,6 +203,12 @@ setters! {
     consume_message_batch_max_size: usize;
     /// `postSubscriptionWhenPull`, default false.
     post_subscription_when_pull: bool;
+    /// No Java counterpart; default false (as Java). A queue a new group has never committed
+    /// starts where the broker says: 4.9.x and 5.x brokers answer 0 for a "young" queue (its
+    /// first message still in memory), so even CONSUME_FROM_LAST_OFFSET reads that history, as
+    /// Java does. True asks 5.x brokers not to (`setZeroIfNotFound=false`), so LAST means only
+    /// what arrives after the start; 4.9.x brokers ignore the request.
+    new_group_skips_history: bool;
     /// `unitMode`, default false.
     unit_mode: bool;
     /// `maxReconsumeTimes`, default −1 (= 16), −1..=16 384.
@@ -278,6 +285,7 @@ impl ConsumerConfigBuilder {
                 pull_batch_size_in_bytes: 256 * 1024,
                 consume_message_batch_max_size: 1,
                 post_subscription_when_pull: false,
+                new_group_skips_history: false,
                 unit_mode: false,
                 max_reconsume_times: -1,
                 suspend_current_queue_time: secs(1),

@@ -88,9 +88,20 @@
 //!   an admin reset), which is reported as [`Event::OffsetMoved`].
 //! - **Caches are bounded**: a queue is not pulled while it holds more than
 //!   `pullThresholdForQueue` messages or `pullThresholdSizeForQueue` MiB, or while its span —
-//!   highest offset pulled minus the watermark — exceeds `consumeConcurrentlyMaxSpan`.
+//!   highest offset pulled minus the watermark — exceeds `consumeConcurrentlyMaxSpan`; and a pull
+//!   answer is decoded only into the queue's free cache, plus one record (itself capped: 32 MiB
+//!   decompressed, 65,536 inner-batch messages). What did not fit comes with a later pull.
 //! - **Every dispatched batch gets exactly one result** from the caller; a result for an unknown
-//!   batch is an error and changes nothing; results for released queues are discarded.
+//!   batch is an error and changes nothing; results for released queues are discarded. At most
+//!   `consumeThreadMin` concurrent batches are with user code at once; the rest wait in the core,
+//!   so a batch's consume timeout runs from the listener's start.
+//! - **Dead links do not hold the consumer**: a request that times out with nothing heard from
+//!   its peer since it was sent closes the link; a link stuck inside a frame for 30 s is closed;
+//!   both are reopened with back-off and named in [`Event::ConnectionLost`].
+//! - **A broker's kill -9 does not replay what was committed**: queues dropped because their
+//!   broker left the route remember their commit, and start no lower when they come back.
+//! - **Shutdown ends** within `awaitTerminationMillisWhenShutdown` + `offsetRpcTimeout` +
+//!   `mqClientApiTimeout` ([`Consumer::shutdown_limit`]), whatever peers send meanwhile.
 //! - **"No offset" is not "lookup failed"**: only the first consults `consumeFromWhere`; the second
 //!   retries and never guesses (the Java 4.x replay-from-minimum bug).
 //! - **Orderly: one batch per queue, in offset order, under a lock.** A queue is consumed only

@@ -76,3 +76,23 @@ fn a_crashed_member_is_replaced_after_the_broker_expires_it() {
     let ok_keys: BTreeSet<_> = sim.consumed().iter().filter(|c| c.ok).map(|c| c.key.clone()).collect();
     assert_eq!(ok_keys.len(), 300, "nothing lost");
 }
+
+#[test]
+fn an_assignment_change_raises_the_subscription_version_on_the_broker() {
+    // As Java's messageQueueChanged: a newer subVersion, heartbeated at once. In a group mixed
+    // with Java members this is what lets a Java member whose own heartbeat was skipped pull again.
+    let mut sim = slow_sim(6);
+    let cfg = sim.config("G").subscribe("T", "*");
+    let a = sim.add_consumer(cfg.clone());
+    sim.run_for(Duration::from_secs(2));
+    let version = |s: &Sim| s.broker(0).subscription("G", "T").map(|d| d.sub_version).unwrap();
+    let before = version(&sim);
+    sim.run_for(Duration::from_secs(40));
+    assert_eq!(version(&sim), before, "no change, no new version");
+    let b = sim.add_consumer(cfg);
+    sim.run_for(Duration::from_secs(30));
+    assert_eq!(held(&sim, a).len() + held(&sim, b).len(), 8);
+    assert!(version(&sim) > before, "the rebalance raised the group's version on the broker");
+    sim.produce("T", 40);
+    sim.run_until(|s| s.all_done(), Duration::from_secs(30)).unwrap();
+}

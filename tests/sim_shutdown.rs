@@ -55,7 +55,8 @@ fn shutdown_gives_up_on_stuck_batches_at_the_deadline() {
     let took = sim.elapsed() - started;
     assert!(took >= Duration::from_secs(5) && took < Duration::from_secs(7), "{took:?}");
     // Nothing finished, so the committed offset stayed at the start: all three come back later.
-    assert_eq!(sim.broker(0).committed_offset("G", "T", 0), Some(0));
+    let committed = sim.broker(0).committed_offset("G", "T", 0);
+    assert!(matches!(committed, None | Some(0)), "committed {committed:?}");
 }
 
 #[test]

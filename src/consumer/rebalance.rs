@@ -166,12 +166,33 @@ impl Consumer {
             self.begin_queue(key);
         }
         let user_topic = self.ns.unwrap(topic).to_owned();
+        let changed = !revoked.is_empty() || !assigned.is_empty();
         if !revoked.is_empty() {
             self.emit(Event::QueuesRevoked { topic: user_topic.clone(), queues: revoked });
         }
         if !assigned.is_empty() {
             self.emit(Event::QueuesAssigned { topic: user_topic, queues: assigned });
         }
+        if changed {
+            self.new_sub_version(topic);
+        }
+    }
+
+    /// The assignment of `topic` changed: a newer subscription version, heartbeated to every
+    /// broker before the next pull, as Java's `messageQueueChanged` does. A member whose own
+    /// newer version the broker missed (Java skips a heartbeat when its lock is busy) has its
+    /// pulls refused with SUBSCRIPTION_NOT_LATEST until some member raises the group's version;
+    /// in a mixed group we are that member too.
+    fn new_sub_version(&mut self, topic: &str) {
+        let wall = self.wall_ms();
+        let Some(s) = self.subs.get_mut(topic) else { return };
+        s.sub_version = wall.max(s.sub_version + 1);
+        self.rebuild_heartbeat();
+        let peers: Vec<PeerAddr> = self.peers.keys().cloned().collect();
+        for p in &peers {
+            self.mark_unregistered(p);
+        }
+        self.heartbeat_all();
     }
 
     /// Stop consuming a queue: persist its offset, drop its state. In-flight results for it are
@@ -218,9 +239,10 @@ impl Consumer {
             consumer_group: self.group.clone(),
             topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
-            // 5.x brokers otherwise answer 0 for a new group on a young queue, and CONSUME_FROM_LAST
-            // would replay history (apache/rocketmq#334, #617). 4.9 brokers ignore the field.
-            set_zero_if_not_found: Some(false),
+            // As Java, unset: a broker answers 0 for a new group on a young queue, which is then
+            // read from its start whatever consumeFromWhere says. The opt-in asks 5.x brokers
+            // not to (4.9 brokers ignore the field).
+            set_zero_if_not_found: self.cfg.new_group_skips_history.then_some(false),
             bname: Some(mq.broker_name.to_string()),
         };
         let timeout = self.cfg.offset_rpc_timeout;
