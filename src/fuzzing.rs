@@ -87,7 +87,23 @@ fn encodable(m: &MessageExt) -> bool {
 /// Pull bodies: records (compressed or not) that decode must re-encode to the same messages.
 pub fn decode_messages(data: &[u8]) {
     let opts = DecodeOptions { decompress: true, max_body_size: 1 << 20 };
-    let Ok(msgs) = decode_records(&Bytes::copy_from_slice(data), &opts) else { return };
+    let body = Bytes::copy_from_slice(data);
+    // A budget from the first bytes: a bounded decode is a prefix of the whole one, and stops
+    // within the budget plus one record.
+    if let (Some(&m), Some(&k)) = (data.first(), data.get(1)) {
+        let budget =
+            crate::message::DecodeBudget { messages: usize::from(m % 8), bytes: usize::from(k) * 64 };
+        let part = crate::message::decode_messages_within(&body, &opts, budget);
+        // Records after the budget stop are not read: the whole may fail where the part did not.
+        if let (Ok(d), Ok(whole)) = (part, decode_records(&body, &opts)) {
+            assert!(
+                d.messages.len() <= whole.len() && d.messages[..] == whole[..d.messages.len()],
+                "a prefix"
+            );
+            assert!(d.truncated || d.messages.len() == whole.len());
+        }
+    }
+    let Ok(msgs) = decode_records(&body, &opts) else { return };
     for m in msgs.iter().filter(|m| encodable(m)) {
         let _ = (m.msg_id(), m.tags(), m.keys().count(), m.properties.user().count());
         let mut out = BytesMut::new();
