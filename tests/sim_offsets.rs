@@ -36,7 +36,11 @@ fn the_opt_in_skips_history_for_a_new_group() {
     s.run_for(Duration::from_secs(5));
     s.produce("T", 4);
     s.run_for(Duration::from_secs(11));
-    assert_eq!(s.consumed().iter().filter(|c| c.consumer == last).count(), 4, "only what arrived after start");
+    assert_eq!(
+        s.consumed().iter().filter(|c| c.consumer == last).count(),
+        4,
+        "only what arrived after start"
+    );
     // The start point was committed at once, so a restart cannot skip what arrives meanwhile.
     assert_eq!(s.broker(0).committed_offset("L", "T", 0), Some(7));
 }

@@ -19,7 +19,7 @@ use rocketmq_push_core::protocol::body::{
 use rocketmq_push_core::protocol::header::{
     CreateTopicRequestHeader, GetConsumeStatsRequestHeader, GetConsumerListByGroupRequestHeader,
     GetMaxOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
-    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use rocketmq_push_core::protocol::{Code, HeaderError, RemotingCommand, RequestCode, ResponseCode};
 
@@ -183,6 +183,25 @@ impl Client {
         }
         let h: OffsetResponseHeader = ok(r)?.header()?;
         Ok(Some(h.offset))
+    }
+
+    /// Commit `offset` for `group` on `queue` (the broker must know the group: a member has
+    /// heartbeated it at least once, or it was created).
+    pub fn update_offset(
+        &mut self,
+        group: &str,
+        queue: &MessageQueue,
+        offset: i64,
+    ) -> Result<(), ClientError> {
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            commit_offset: offset,
+            bname: Some(queue.broker_name.to_string()),
+        };
+        ok(self.call(RemotingCommand::request(RequestCode::UpdateConsumerOffset).with_header(&header))?)
+            .map(drop)
     }
 
     /// A queue's max offset.

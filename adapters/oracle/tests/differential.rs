@@ -282,3 +282,35 @@ fn find_offsets_json(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     }
     None
 }
+
+/// A group whose stored offset is past the queue's max (a reset gone wrong, a broker's store
+/// replaced): both follow the broker's correction to its max, and consume what arrives after.
+#[test]
+fn a_stored_offset_beyond_the_max_is_corrected_as_java() {
+    let _one_at_a_time = serial();
+    let Some((ns, b)) = broker() else { return };
+    let topic = unique("oracle_beyond");
+    create_topic(&b, &topic, 2);
+    produce(&ns, &topic, "before", 10, |_, m| m);
+    let s = Setup { from: From::First, ..Setup::new(&unique("g"), &topic) };
+    // The groups exist once their members ran.
+    let (j, r) = both(&ns, &s, || {}, Duration::from_secs(30), |recs| recs.len() >= 10);
+    assert_eq!((j.len(), r.len()), (10, 10));
+    let mut c = rocketmq_push_io::Client::connect(&b, Duration::from_secs(10)).unwrap();
+    for suffix in ["_j", "_r"] {
+        for q in 0..2 {
+            let mq = rocketmq_push_core::MessageQueue::new(topic.as_str(), "broker-a", q);
+            c.update_offset(&format!("{}{suffix}", s.group), &mq, 1000).unwrap();
+        }
+    }
+    let (java, ours) = both(
+        &ns,
+        &s,
+        || drop(produce(&ns, &topic, "after", 6, |_, m| m)),
+        Duration::from_secs(40),
+        |recs| recs.len() >= 6,
+    );
+    assert_eq!(positions(&ours), positions(&java), "both follow the broker's correction");
+    assert!(keys(&java).iter().all(|k| k.starts_with("after-")), "Java: {:?}", keys(&java));
+    eprintln!("ok: stored offset beyond the max: both consumed {} new, nothing replayed", java.len());
+}
