@@ -17,11 +17,16 @@ fn pull_body(n: usize, size: usize) -> Bytes {
         m.commit_log_offset = (i * (size + 200)) as i64;
         m.born_host = "10.0.0.1:50000".parse().unwrap();
         m.store_host = "127.0.0.1:10911".parse().unwrap();
+        // What a 5.3.3 broker stores for a message from Java's producer (scripts/rocketmq.sh
+        // fact 13): keys, the producer's UNIQ_KEY, and the broker's own additions.
         m.properties = Properties::from_pairs([
-            ("TAGS", "TagA"),
+            ("KEYS", "order-42"),
+            ("TRACE_ON", "true"),
+            ("MSG_REGION", "DefaultRegion"),
             ("UNIQ_KEY", "7F000001A1B2C3D4E5F600000000000A"),
-            ("WAIT", "true"),
             ("CLUSTER", "DefaultCluster"),
+            ("WAIT", "true"),
+            ("TAGS", "TagA"),
         ]);
         encode_stored(&m, &mut out);
     }
@@ -55,11 +60,26 @@ fn codec(c: &mut Criterion) {
     g.bench_function("decode_messages/elements", |b| {
         b.iter(|| decode_messages(&body, &DecodeOptions::default()).unwrap())
     });
+    g.bench_function("decode+read_UNIQ_KEY_and_TAGS/elements", |b| {
+        b.iter(|| {
+            let msgs = decode_messages(&body, &DecodeOptions::default()).unwrap();
+            let mut n = 0;
+            for m in &msgs {
+                n += m.msg_id().len() + m.tags().map_or(0, str::len);
+            }
+            n
+        })
+    });
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.bench_function("decode_messages/bytes", |b| {
         b.iter(|| decode_messages(&body, &DecodeOptions::default()).unwrap())
     });
     g.finish();
+    // The same bytes, for the Java side of scripts/bench-core-vs-java.sh.
+    if let Ok(dir) = std::env::var("RMQ_BENCH_BODY_OUT") {
+        #[allow(clippy::disallowed_methods)] // a bench writing its input for the Java side
+        let _ = std::fs::write(std::path::Path::new(&dir).join("pull_body_32x1KiB.bin"), &body);
+    }
 
     let response = RemotingCommand::response_to(&pull_request(), ResponseCode::Success)
         .with_header(&PullMessageResponseHeader {

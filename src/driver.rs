@@ -64,8 +64,13 @@ pub enum DriverOutput {
         /// The link.
         link: LinkId,
     },
-    /// Run user code on a batch, then report with [`Driver::consumed`].
+    /// Run user code on a batch, then report with [`Driver::consumed`] (and, after
+    /// [`Driver::report_starts`], with [`Driver::started`] when the listener call begins).
     Consume(Batch),
+    /// After [`Driver::report_starts`]: do not start this batch if it has not started yet (its
+    /// queue went away, or the shutdown deadline passed). A result that still comes is refused
+    /// harmlessly.
+    Withdraw(BatchId),
     /// Broadcasting: store these offsets (atomically).
     PersistLocalOffsets(Vec<(MessageQueue, i64)>),
     /// Something to log or show the application.
@@ -87,6 +92,9 @@ struct Link {
     read: BytesMut,
     /// When the last bytes arrived (for a frame left unfinished).
     last_read: Instant,
+    /// Anything arrived on it. A peer that closes before answering at all (a TLS-only port
+    /// closing a plain client) is backed off from like a failed connect.
+    answered: bool,
 }
 
 #[derive(Debug, Default)]
@@ -132,10 +140,11 @@ impl Driver {
 
     /// Wrap a consumer, with a frame-size limit.
     pub fn with_codec(consumer: Consumer, codec: RemotingCodec) -> Self {
+        let outbound = Outbound::new().with_credentials(consumer.config().credentials());
         Self {
             consumer,
             codec,
-            outbound: Outbound::new(),
+            outbound,
             links: BTreeMap::new(),
             peer_of: BTreeMap::new(),
             backoff: BTreeMap::new(),
@@ -211,7 +220,6 @@ impl Driver {
             self.out.push_back(DriverOutput::Close { link });
             return;
         };
-        self.backoff.remove(&peer);
         if let Some(l) = self.links.get_mut(&peer) {
             if let LinkState::Connecting { queued } = std::mem::replace(&mut l.state, LinkState::Up) {
                 if !queued.is_empty() {
@@ -225,12 +233,17 @@ impl Driver {
     /// A connect failed: back off before the next attempt to this peer.
     pub fn connect_failed(&mut self, link: LinkId, error: IoFailure, now: Instant) {
         let Some(peer) = self.drop_link(link) else { return };
+        self.back_off(&peer, now);
+        let reason = DisconnectReason::ConnectFailed(error);
+        let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+    }
+
+    /// No new connect to `peer` for a while, longer after each failure in a row.
+    fn back_off(&mut self, peer: &PeerAddr, now: Instant) {
         let b = self.backoff.entry(peer.clone()).or_default();
         let delay = BACKOFF_MIN.saturating_mul(1u32 << b.failures.min(8)).min(BACKOFF_MAX);
         b.failures = b.failures.saturating_add(1);
         b.until = Some(now + delay);
-        let reason = DisconnectReason::ConnectFailed(error);
-        let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
     }
 
     /// Bytes read from a link, in any pieces. Complete frames go to the consumer; a corrupt
@@ -240,6 +253,11 @@ impl Driver {
         let Some(l) = self.links.get_mut(&peer) else { return };
         l.read.extend_from_slice(bytes);
         l.last_read = now;
+        if !l.answered && !bytes.is_empty() {
+            // The peer talks: whatever failed before is over.
+            l.answered = true;
+            self.backoff.remove(&peer);
+        }
         loop {
             let Some(l) = self.links.get_mut(&peer) else { return };
             match self.codec.decode(&mut l.read) {
@@ -260,9 +278,28 @@ impl Driver {
 
     /// The link closed: `None` at end of stream, else the read or write error.
     pub fn closed(&mut self, link: LinkId, error: Option<IoFailure>, now: Instant) {
+        let answered = self.peer_of.get(&link).and_then(|p| self.links.get(p)).is_none_or(|l| l.answered);
         let Some(peer) = self.drop_link(link) else { return };
-        let reason = error.map_or(DisconnectReason::Closed, DisconnectReason::Io);
+        let reason = match error {
+            Some(e) => DisconnectReason::Io(e),
+            None if answered => DisconnectReason::Closed,
+            None => {
+                self.back_off(&peer, now);
+                DisconnectReason::ClosedUnanswered
+            }
+        };
         let _ = self.consumer.handle(Input::Disconnected { peer, reason }, now);
+    }
+
+    /// The adapter queues batches for its listener threads itself: see
+    /// [`Consumer::report_starts`]. Call before anything else.
+    pub fn report_starts(&mut self) {
+        self.consumer.report_starts();
+    }
+
+    /// User code started on a batch at `at` (after [`report_starts`](Self::report_starts)).
+    pub fn started(&mut self, batch: BatchId, at: Instant, now: Instant) {
+        let _ = self.consumer.handle(Input::Started { batch, at }, now);
     }
 
     /// User code finished a batch handed out with [`DriverOutput::Consume`].
@@ -302,6 +339,7 @@ impl Driver {
                 self.send(t.peer, bytes, now);
             }
             Output::Consume(batch) => self.out.push_back(DriverOutput::Consume(batch)),
+            Output::Withdraw(id) => self.out.push_back(DriverOutput::Withdraw(id)),
             Output::Disconnect { peer } => {
                 if let Some(l) = self.links.remove(&peer) {
                     self.peer_of.remove(&l.id);
@@ -340,6 +378,7 @@ impl Driver {
                 state: LinkState::Connecting { queued: vec![bytes] },
                 read: BytesMut::new(),
                 last_read: now,
+                answered: false,
             },
         );
         self.peer_of.insert(id, peer.clone());
@@ -438,6 +477,53 @@ mod tests {
         );
         d.received(link, b"ignored: stale link", later);
         d.closed(link, None, later);
+    }
+
+    #[test]
+    fn a_peer_that_closes_before_answering_is_named_and_backed_off_from() {
+        #[allow(clippy::disallowed_methods)] // one real instant to start virtual time
+        let t0 = Instant::now();
+        let mut d = driver(t0);
+        d.handle_timeout(t0);
+        let connect = |cmds: &[DriverOutput]| {
+            cmds.iter().find_map(|c| {
+                if let DriverOutput::Connect { link, peer } = c { Some((*link, peer.clone())) } else { None }
+            })
+        };
+        let lost = |cmds: &[DriverOutput]| {
+            cmds.iter()
+                .filter_map(|c| match c {
+                    DriverOutput::Event(Event::ConnectionLost { reason, .. }) => Some(reason.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let (link, peer) = connect(&drain(&mut d, t0)).unwrap();
+        d.connected(link, t0);
+        let _ = drain(&mut d, t0);
+        // A TLS-only port closes a plain client's connection without a word.
+        d.closed(link, None, t0);
+        let reasons = lost(&drain(&mut d, t0));
+        assert_eq!(reasons, vec![DisconnectReason::ClosedUnanswered]);
+        assert!(reasons[0].to_string().contains("TLS"), "the text names the likely cause");
+        let first = d.backoff[&peer].until.unwrap();
+        assert!(first > t0, "backed off from as after a failed connect");
+        // Again, later: the back-off grows.
+        let later = t0 + Duration::from_secs(2);
+        d.handle_timeout(later);
+        let (link, _) = connect(&drain(&mut d, later)).expect("reconnects after the back-off");
+        d.connected(link, later);
+        d.closed(link, None, later);
+        assert!(d.backoff[&peer].until.unwrap() - later > first - t0, "longer each time");
+        // A peer that answered and then closed is a plain close, and clears the back-off.
+        let again = later + Duration::from_secs(5);
+        d.handle_timeout(again);
+        let (link, _) = connect(&drain(&mut d, again)).expect("reconnects");
+        d.connected(link, again);
+        d.received(link, &[0, 0, 0], again);
+        assert!(!d.backoff.contains_key(&peer));
+        d.closed(link, None, again);
+        assert_eq!(lost(&drain(&mut d, again)), vec![DisconnectReason::Closed]);
     }
 
     #[test]

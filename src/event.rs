@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -81,6 +82,14 @@ pub enum Input {
         /// Why.
         reason: DisconnectReason,
     },
+    /// User code started on a batch handed out with [`Output::Consume`] (only where the adapter
+    /// queues batches itself: [`Consumer::report_starts`](crate::consumer::Consumer::report_starts)).
+    Started {
+        /// The batch.
+        batch: BatchId,
+        /// When its listener call began (its consume timeout counts from then).
+        at: Instant,
+    },
     /// User code finished a batch handed out with [`Output::Consume`].
     Consumed {
         /// The batch.
@@ -98,6 +107,10 @@ pub enum Input {
 pub enum DisconnectReason {
     /// The peer closed it (end of stream).
     Closed,
+    /// The peer closed it without ever answering: what a TLS-only port (Java's
+    /// `tls.server.mode=enforcing`) does to a plain client. Reconnects back off as after a
+    /// failed connect.
+    ClosedUnanswered,
     /// Reading or writing failed (reset, broken pipe, …).
     Io(IoFailure),
     /// It could not be opened.
@@ -129,6 +142,9 @@ impl fmt::Display for DisconnectReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Closed => f.write_str("closed by the peer"),
+            Self::ClosedUnanswered => {
+                f.write_str("closed by the peer before it answered anything (a TLS-only port? enable TLS)")
+            }
             Self::Io(e) => write!(f, "i/o error: {e}"),
             Self::ConnectFailed(e) => write!(f, "connect failed: {e}"),
             Self::BackingOff => f.write_str("not connecting: backing off after a failed connect"),
@@ -282,8 +298,9 @@ impl ConsumeContext {
     }
 }
 
-/// Why a batch is being delivered.
+/// Why a batch is being delivered. More kinds may come (POP): match with a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BatchKind {
     /// Normal concurrent consumption.
     Concurrent,
@@ -359,6 +376,10 @@ pub enum Output {
     Transmit(Box<Transmit>),
     /// Run user code on a batch, then answer with [`Input::Consumed`].
     Consume(Batch),
+    /// Do not start this batch after all (its queue was released, or the consumer is shutting
+    /// down): drop it if it has not started. Only where the adapter reports starts; a result
+    /// that still comes is ignored.
+    Withdraw(BatchId),
     /// Close the connection to `peer`.
     Disconnect {
         /// The peer.
@@ -524,7 +545,10 @@ pub enum Event {
         /// Released queues.
         queues: Vec<MessageQueue>,
     },
-    /// A broker or name server answered with an error code.
+    /// A broker or name server answered with an error code. A broker that refuses the client
+    /// itself for want of permission (credentials it does not accept: an unknown key, a bad
+    /// signature, an expired token) is reported once, until a heartbeat to it succeeds; what
+    /// waits on it is tried again with the periodic heartbeat (30 s) and pulls every 30 s.
     BrokerError {
         /// The peer.
         peer: PeerAddr,
@@ -552,6 +576,19 @@ pub enum Event {
         peer: PeerAddr,
         /// The request.
         request: Code<RequestCode>,
+    },
+    /// A broker refused to serve a subscribed topic for want of permission, naming the topic
+    /// (ACL: no SUB right; a topic not readable): that topic's queues are pulled again only every 30 s, without another report, until a
+    /// pull is served; other topics go on.
+    TopicRefused {
+        /// The topic.
+        topic: String,
+        /// The broker.
+        peer: PeerAddr,
+        /// The response code (NO_PERMISSION; 4.9.x answers SYSTEM_ERROR with an AclException).
+        code: Code<ResponseCode>,
+        /// The broker's reason.
+        remark: String,
     },
     /// A name server does not know a subscribed topic.
     TopicNotFound {

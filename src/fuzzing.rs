@@ -9,9 +9,9 @@ use bytes::{Bytes, BytesMut};
 use crate::codec::{RemotingCodec, decode_frame_body, encode_to_bytes};
 use crate::message::{DecodeOptions, MessageExt, decode_messages as decode_records, encode_stored};
 use crate::protocol::body::{
-    ConsumeMessageDirectlyResult, ConsumeStatsBody, ConsumerRunningInfo, GetConsumerListByGroupResponseBody,
-    GetConsumerStatusBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody, ResetOffsetBody,
-    TopicRouteData,
+    CheckClientRequestBody, ConsumeMessageDirectlyResult, ConsumeStatsBody, ConsumerRunningInfo,
+    GetConsumerListByGroupResponseBody, GetConsumerStatusBody, HeartbeatData, LockBatchRequestBody,
+    LockBatchResponseBody, ResetOffsetBody, TopicRouteData,
 };
 use crate::protocol::header::{
     ConsumeMessageDirectlyResultRequestHeader, ConsumerSendMsgBackRequestHeader,
@@ -126,7 +126,7 @@ fn body_round_trip<T: JsonBody + PartialEq + std::fmt::Debug>(data: &[u8]) {
 pub fn decode_json_body(data: &[u8]) {
     let Some((&which, json)) = data.split_first() else { return };
     let _ = crate::json::Value::parse(json).map(|v| v.to_string());
-    match which % 10 {
+    match which % 11 {
         0 => body_round_trip::<TopicRouteData>(json),
         1 => body_round_trip::<HeartbeatData>(json),
         2 => body_round_trip::<LockBatchRequestBody>(json),
@@ -136,6 +136,7 @@ pub fn decode_json_body(data: &[u8]) {
         6 => body_round_trip::<GetConsumerListByGroupResponseBody>(json),
         7 => body_round_trip::<ConsumerRunningInfo>(json),
         8 => body_round_trip::<ConsumeMessageDirectlyResult>(json),
+        9 => body_round_trip::<CheckClientRequestBody>(json),
         _ => body_round_trip::<ConsumeStatsBody>(json),
     }
 }

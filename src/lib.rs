@@ -11,7 +11,7 @@
 //! user code. The caller — an adapter for tokio, async-std, smol or plain threads, or the
 //! simulator — moves bytes, time and consume results in, and carries outputs out. Everything is
 //! deterministic: the same inputs at the same instants give the same outputs in the same order.
-//! That is what lets the [simulator](sim) (feature `sim`) run thousands of fault schedules on
+//! That is what lets the simulator (module `sim`, feature `sim`) run thousands of fault schedules on
 //! virtual time, through exactly the code adapters run.
 //!
 //! Two layers. [`Consumer`] decides: typed frames, results and commands in; typed requests,
@@ -63,6 +63,7 @@
 //!                 // run user code on &batch.messages, then:
 //!                 driver.consumed(batch.id, ConsumeResult::SUCCESS, Instant::now())?;
 //!             }
+//!             DriverOutput::Withdraw(_) => { /* only after driver.report_starts() */ }
 //!             DriverOutput::PersistLocalOffsets(offsets) => { /* broadcasting: store them */ }
 //!             DriverOutput::Event(e) => eprintln!("{e:?}"),
 //!             DriverOutput::Terminated => return Ok(()),
@@ -94,7 +95,12 @@
 //! - **Every dispatched batch gets exactly one result** from the caller; a result for an unknown
 //!   batch is an error and changes nothing; results for released queues are discarded. At most
 //!   `consumeThreadMin` concurrent batches are with user code at once; the rest wait in the core,
-//!   so a batch's consume timeout runs from the listener's start.
+//!   so a batch's consume timeout runs from the listener's start. An adapter that queues batches
+//!   for its own threads ([`Consumer::report_starts`]) gets them all at once instead, reports
+//!   each start ([`Driver::started`]), and is told to drop those not started when their queue
+//!   goes away or the shutdown deadline passes ([`DriverOutput::Withdraw`]): the timeout still
+//!   runs from the start, and a withdrawn batch never reaches user code. A shutdown lets queued
+//!   batches run until that deadline, as it lets running ones finish.
 //! - **Dead links do not hold the consumer**: a request that times out with nothing heard from
 //!   its peer since it was sent closes the link; a link stuck inside a frame for 30 s is closed;
 //!   both are reopened with back-off and named in [`Event::ConnectionLost`].
@@ -154,7 +160,7 @@ pub mod event;
 pub mod fuzzing;
 pub mod json;
 pub mod message;
-mod namespace;
+pub mod namespace;
 mod offset_store;
 #[doc(hidden)]
 pub mod process_queue;
@@ -167,7 +173,7 @@ mod stats;
 mod timer;
 
 pub use client_id::ClientId;
-pub use codec::{DecodeError, RemotingCodec};
+pub use codec::{Credentials, DecodeError, RemotingCodec};
 pub use config::{ConfigError, ConsumeMode, ConsumerConfig, ConsumerConfigBuilder, Subscription};
 pub use consumer::{Consumer, QueueSnapshot};
 pub use driver::{Driver, DriverOutput, FRAME_STALL_TIMEOUT, LinkId};

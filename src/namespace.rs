@@ -5,17 +5,18 @@ use crate::producer::{DLQ_TOPIC_PREFIX, RETRY_TOPIC_PREFIX};
 
 /// A namespace, or none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Namespace(Option<String>);
+pub struct Namespace(Option<String>);
 
 const SYSTEM_PREFIXES: &[&str] = &["rmq_sys_", "RMQ_SYS_", "SCHEDULE_TOPIC_XXXX", "TBW102", "BenchmarkTest"];
 
 impl Namespace {
-    pub(crate) fn new(ns: Option<String>) -> Self {
+    /// `ns`; an empty or absent one is none.
+    pub fn new(ns: Option<String>) -> Self {
         Self(ns.filter(|n| !n.is_empty()))
     }
 
     /// The wire name of a topic or group.
-    pub(crate) fn wrap(&self, resource: &str) -> String {
+    pub fn wrap(&self, resource: &str) -> String {
         let Some(ns) = &self.0 else { return resource.to_owned() };
         if resource.is_empty() || SYSTEM_PREFIXES.iter().any(|p| resource.starts_with(p)) {
             return resource.to_owned();
@@ -32,7 +33,7 @@ impl Namespace {
     }
 
     /// The name a user sees.
-    pub(crate) fn unwrap<'a>(&self, resource: &'a str) -> &'a str {
+    pub fn unwrap<'a>(&self, resource: &'a str) -> &'a str {
         match &self.0 {
             Some(ns) => {
                 resource.strip_prefix(ns.as_str()).and_then(|r| r.strip_prefix('%')).unwrap_or(resource)

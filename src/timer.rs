@@ -43,6 +43,8 @@ pub(crate) enum Timer {
     LocalRetry(u64),
     /// Graceful shutdown gave up waiting for in-flight work.
     ShutdownDeadline,
+    /// Shutdown: the pulls carrying commits have been processed; the final updates may go.
+    PullCommitsSettled,
     /// Shutdown ends now, whatever is still unanswered.
     ShutdownLimit,
 }

@@ -426,3 +426,54 @@ fn shutdown_keeps_the_lock_of_a_batch_that_outlives_the_deadline() {
     let b_first = sim.consumed().iter().filter(|c| c.consumer == b).map(|c| c.at).min().unwrap();
     assert!(b_first > Duration::from_secs(62), "b starts after a's batch ended: {b_first:?}");
 }
+
+/// Orderly hand-overs while the broker works through pulls late. The real broker runs pulls
+/// and offset updates on separate pools, so a pull sent before a queue's final update can
+/// apply its piggy-backed commit after it: the offset moves back and the next owner replays.
+fn hand_overs_with_pull_lag(seed: u64) -> Sim {
+    let mut sim = Sim::builder(seed)
+        .broker_config(SimBrokerConfig { pull_lag: Duration::from_millis(30), ..Default::default() })
+        .broker("broker-a", &[("T", 4)])
+        .listener(|_, _, _| Verdict { took: Duration::from_millis(1), ..Verdict::OK })
+        .build();
+    let cfg = orderly(&sim).pull_batch_size(8);
+    sim.add_consumer(cfg.clone());
+    sim.run_for(Duration::from_secs(2));
+    let mut b = None;
+    for round in 0..60 {
+        sim.produce("T", 40);
+        sim.run_for(Duration::from_millis(50));
+        match (round % 20, b) {
+            (5, None) => b = Some(sim.add_consumer(cfg.clone())),
+            (15, Some(i)) => {
+                sim.inject(Fault::ShutdownConsumer(i));
+                b = None;
+            }
+            _ => {}
+        }
+    }
+    sim.run_until(|s| s.all_done(), Duration::from_secs(120)).unwrap();
+    sim
+}
+
+#[test]
+fn a_hand_over_replays_nothing_when_the_broker_processes_pulls_late() {
+    for seed in 0..4 {
+        let sim = hand_overs_with_pull_lag(seed);
+        let mut seen = BTreeSet::new();
+        let dups: Vec<_> = sim
+            .consumed()
+            .iter()
+            .filter(|c| c.ok && !seen.insert((c.queue.clone(), c.offset)))
+            .map(|c| (c.consumer, c.queue.queue_id, c.offset))
+            .collect();
+        assert!(sim.consumed().iter().any(|c| c.consumer > 0), "seed {seed}: queues were handed over");
+        assert_eq!(seen.len(), 2400, "seed {seed}: everything consumed");
+        assert!(
+            dups.is_empty(),
+            "seed {seed}: {} replayed, first {:?}",
+            dups.len(),
+            &dups[..dups.len().min(5)]
+        );
+    }
+}

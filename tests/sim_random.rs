@@ -2,7 +2,8 @@
 //! slow and very slow batches, poison messages) and fault schedule from each seed; the simulator
 //! checks the invariants after every step, and every run must end with every produced message
 //! consumed or dead-lettered once the faults heal. Consumers run inside a `Driver` as adapters
-//! run them: refused connects, and on a quarter of the seeds frames read in pieces.
+//! run them: refused connects, on a quarter of the seeds frames read in pieces, and on half of
+//! them batches queued and started by the "adapter", which reports each start.
 //!
 //! - `SIM_SEED=n` replays one seed (printing its plan);
 //! - `SIM_SEEDS=n` sets how many seeds to run (default 10 000);
@@ -18,6 +19,10 @@ use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeMode, Consum
 #[derive(Debug)]
 struct Plan {
     slots: usize,
+    /// Batches queued in the "adapter" (which reports starts) rather than in the core.
+    adapter_queue: bool,
+    /// The broker works through pulls this late (offset updates at once).
+    pull_lag: Duration,
     orderly: bool,
     long_batches: bool,
     poison: bool,
@@ -45,6 +50,13 @@ fn plan(seed: u64) -> Plan {
     let poison = extra.below(4) == 0;
     // Listener slots: batches wait for one in the core, their consume timeout not yet running.
     let slots = [2, 4, 20][extra.below(3) as usize];
+    // Half the seeds run as the blocking-listener adapters do: every batch out at once, queued
+    // and started by the adapter (a stream of its own: earlier plans stay as they were).
+    let adapter_queue = SimRng::new(seed ^ 0x5747_a475).below(2) == 0;
+    // A quarter of the seeds with a backed-up pull pool: pulls (and their piggy-backed commits)
+    // processed up to 40 ms late, offset updates at once.
+    let mut lag = SimRng::new(seed ^ 0x9a11_1a60);
+    let pull_lag = if lag.below(4) == 0 { Duration::from_millis(1 + lag.below(40)) } else { Duration::ZERO };
     let mut r = SimRng::new(seed);
     let brokers = 1 + r.below(2) as usize;
     let consumers = 1 + r.below(3) as usize;
@@ -87,6 +99,8 @@ fn plan(seed: u64) -> Plan {
     }
     Plan {
         slots,
+        adapter_queue,
+        pull_lag,
         orderly,
         long_batches,
         poison,
@@ -109,9 +123,11 @@ fn run(seed: u64) -> Result<u64, String> {
     let mut b = Sim::builder(seed)
         .jitter(Duration::from_millis(3))
         .split_reads(p.split_reads)
+        .adapter_queue(p.adapter_queue)
         .broker_config(SimBrokerConfig {
             delay_levels_ms: vec![1000; 18],
             hold_check_interval: Duration::ZERO,
+            pull_lag: p.pull_lag,
             ..Default::default()
         })
         .listener(move |_, batch, rng| {

@@ -25,3 +25,23 @@ fn one_consumer_consumes_everything_once() {
     assert_eq!(assigned, 4);
     println!("{:?}", &sim.transcript(c)[..20.min(sim.transcript(c).len())]);
 }
+
+#[test]
+fn a_dead_name_server_is_left_at_once_in_either_position() {
+    // Each client starts at a name server of its own (a hash of its id, as Java picks one at
+    // random): one of the two orders puts the dead one first for it. Either way the route comes
+    // from the live one within moments — not after a retry back-off or a 30 s refresh.
+    for list in ["127.0.0.1:1;127.0.0.1:9876", "127.0.0.1:9876;127.0.0.1:1"] {
+        let mut sim = Sim::builder(2).broker("broker-a", &[("T", 4)]).build();
+        sim.produce("T", 20);
+        sim.add_consumer(
+            sim.config("G")
+                .name_server(list)
+                .subscribe("T", "*")
+                .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+        );
+        sim.run_until(|s| s.all_done(), Duration::from_secs(60)).unwrap();
+        let first = sim.consumed().iter().map(|m| m.at).min().unwrap();
+        assert!(first < Duration::from_millis(300), "{list}: first message after {first:?}");
+    }
+}

@@ -8,10 +8,12 @@
 //! reserved room for the rest of the frame), `Err` means the stream is corrupt and the connection
 //! should close. The frame size limit is enforced before anything is reserved.
 
+pub mod acl;
 mod binary_header;
 mod json_header;
 mod outbound;
 
+pub use acl::Credentials;
 pub use outbound::Outbound;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};

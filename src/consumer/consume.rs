@@ -125,23 +125,67 @@ impl Consumer {
     /// free up; the rest wait here, in order. So a batch starts when it is handed out, and its
     /// consume timeout counts from then — never while it waits behind others (Java times
     /// consumption from the start of the listener call too).
+    ///
+    /// Where the adapter queues batches itself and reports when each starts
+    /// ([`report_starts`](Consumer::report_starts)), every batch goes out at once and its
+    /// timeout counts from the reported start instead: one hand-off per batch of ready work
+    /// rather than a round trip per listener slot.
     fn hand_out(&mut self, batch: Batch) {
+        if self.starts_reported {
+            self.outputs.push_back(Output::Consume(batch));
+            return;
+        }
         if self.running >= self.cfg.consume_thread_min {
             self.waiting.push_back(batch);
             return;
         }
-        self.running += 1;
         if let Some(b) = self.batches.get_mut(&batch.id) {
             b.started = true;
         }
+        self.running += 1;
         // Every batch gets the same timeout, so deadlines arrive in hand-out order: a FIFO and
         // one timer replace a timer per batch.
-        let deadline = self.now + self.cfg.consume_timeout;
-        self.timeouts.push_back((deadline, batch.id));
-        if self.timeouts.len() == 1 {
-            self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
-        }
+        self.time_out_at(batch.id, self.now + self.cfg.consume_timeout);
         self.outputs.push_back(Output::Consume(batch));
+    }
+
+    fn time_out_at(&mut self, id: BatchId, deadline: Instant) {
+        if self.timeouts.back().is_none_or(|(d, _)| *d <= deadline) {
+            self.timeouts.push_back((deadline, id));
+        } else {
+            // Reported starts may come slightly out of order: keep the FIFO sorted.
+            let at = self.timeouts.partition_point(|(d, _)| *d <= deadline);
+            self.timeouts.insert(at, (deadline, id));
+        }
+        if self.timeouts.len() > 2 * self.batches.len() + 64 {
+            // Entries of finished batches behind a long one: drop them, so the FIFO stays
+            // proportional to the batches out rather than to the throughput over a timeout.
+            let batches = &self.batches;
+            self.timeouts.retain(|(_, id)| batches.contains_key(id));
+        }
+        self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, self.timeouts[0].0);
+    }
+
+    /// Drop the entries of finished batches at the front of the timeout FIFO.
+    fn trim_timeouts(&mut self) {
+        while let Some((_, id)) = self.timeouts.front() {
+            if self.batches.get(id).is_some_and(|b| !b.timed_out) {
+                return;
+            }
+            self.timeouts.pop_front();
+        }
+    }
+
+    /// The adapter started user code on a batch at `at`. Unknown batches (withdrawn, direct,
+    /// answered already) and orderly ones (started when handed out) are ignored.
+    pub(super) fn on_started(&mut self, id: BatchId, at: Instant) {
+        let Some(b) = self.batches.get_mut(&id) else { return };
+        if b.started || b.timed_out {
+            return;
+        }
+        b.started = true;
+        self.running += 1;
+        self.time_out_at(id, at + self.cfg.consume_timeout);
     }
 
     /// A listener slot freed up: hand out the next waiting batches that still matter.
@@ -159,8 +203,33 @@ impl Consumer {
         }
     }
 
-    /// Shutdown: batches that have not started never will (their messages stay uncommitted and
-    /// are delivered again after a restart).
+    /// The queue `key` goes away: batches of it the adapter has not started never will (Java
+    /// checks `ProcessQueue.isDropped` before the listener call). Waiting ones are dropped when
+    /// their turn comes (`slot_freed`).
+    pub(super) fn withdraw_unstarted(&mut self, key: Option<QueueKey>) {
+        if !self.starts_reported {
+            return;
+        }
+        let mut ids: SmallVec<[BatchId; 16]> = self
+            .batches
+            .iter()
+            .filter(|(_, b)| !b.started && key.is_none_or(|k| b.key == k))
+            .map(|(id, _)| *id)
+            .collect();
+        // Deterministic order, whatever the map's.
+        ids.sort_unstable();
+        for id in ids {
+            self.batches.remove(&id);
+            self.outputs.push_back(Output::Withdraw(id));
+        }
+    }
+
+    /// Shutdown: batches still waiting here for a slot are never handed out (their messages
+    /// stay uncommitted and are delivered again after a restart). Those an adapter queued for
+    /// its threads run, as handed-out batches do everywhere, until the shutdown deadline takes
+    /// back the rest: withdrawing them at once would race with threads starting them (a batch
+    /// started but not yet reported would run with its result refused, and replay after the
+    /// restart though its listener saw it).
     pub(super) fn drop_waiting_batches(&mut self) {
         for batch in std::mem::take(&mut self.waiting) {
             self.batches.remove(&batch.id);
@@ -172,7 +241,9 @@ impl Consumer {
             self.reply_direct(d, result);
             return Ok(());
         }
-        if !self.batches.get(&id).is_some_and(|b| b.started) {
+        // A batch still waiting for a slot was never handed out (where starts are reported, a
+        // result may come without its start: it is as good).
+        if !self.batches.get(&id).is_some_and(|b| b.started || self.starts_reported) {
             // Never dispatched, still waiting for a slot, or answered already.
             return Err(UsageError::UnknownBatch(id));
         }
@@ -181,7 +252,10 @@ impl Consumer {
             self.on_orderly_result(id, b, result);
             return Ok(());
         }
-        self.slot_freed();
+        if b.started {
+            self.trim_timeouts();
+            self.slot_freed();
+        }
         if b.timed_out || self.queues.get(b.key).is_none() {
             // Timed out (already sent back) or the queue was released or moved: discard.
             return Ok(());

@@ -173,6 +173,8 @@ impl Consumer {
 
     pub(super) fn on_shutdown_deadline(&mut self) {
         if self.state == RunState::Draining {
+            // What the adapter has not started by now never runs.
+            self.withdraw_unstarted(None);
             self.begin_persist();
         }
     }
@@ -186,6 +188,10 @@ impl Consumer {
                     if busy {
                         return;
                     }
+                    if let Some(at) = self.pull_commits_settle_at() {
+                        self.timers.set(Timer::PullCommitsSettled, at);
+                        return;
+                    }
                     self.begin_persist();
                 }
                 RunState::Persisting if self.shutdown_outstanding == 0 => self.begin_unregister(),
@@ -193,6 +199,19 @@ impl Consumer {
                 _ => return,
             }
         }
+    }
+
+    /// When the last pull that carries a commit, sent shortly before the shutdown and not yet
+    /// answered, has surely been processed (`None`: none is left). The final updates go after
+    /// it, so that the broker cannot apply its older commit last.
+    fn pull_commits_settle_at(&self) -> Option<std::time::Instant> {
+        self.queues
+            .all_keys()
+            .into_iter()
+            .filter_map(|k| self.queues.get(k)?.pull_commit_sent)
+            .map(|sent| sent + super::queues::PULL_SETTLE)
+            .filter(|at| *at > self.now)
+            .max()
     }
 
     fn begin_persist(&mut self) {

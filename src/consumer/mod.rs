@@ -97,6 +97,9 @@ pub struct Consumer {
     peers: BTreeMap<PeerAddr, PeerState>,
     name_servers: Vec<PeerAddr>,
     name_server_index: usize,
+    /// Per topic, failed route requests moved on to the next name server since the last refresh
+    /// (at most one round of the list, then the refresh's back-off).
+    route_failovers: BTreeMap<String, usize>,
     // topology
     subs: BTreeMap<String, SubscriptionData>,
     heartbeat: Arc<HeartbeatData>,
@@ -121,10 +124,15 @@ pub struct Consumer {
     running: usize,
     /// Concurrent batches waiting for a listener slot, in order (their entries are in `batches`).
     waiting: VecDeque<crate::event::Batch>,
+    /// Consume deadlines of started batches, earliest first.
     timeouts: VecDeque<(Instant, BatchId)>,
+    /// The adapter queues batches itself and reports starts (see [`Consumer::report_starts`]).
+    starts_reported: bool,
     direct: HashMap<BatchId, DirectReply>,
     next_batch: u64,
     send_backs: HashMap<u64, SendBack>,
+    /// Offset updates waiting for the one in flight for their queue.
+    persist_after: HashMap<crate::timer::QueueKey, offsets::QueuedPersist>,
     local_retries: BTreeMap<u64, LocalRetry>,
     next_job: u64,
     shutdown_outstanding: usize,
@@ -135,6 +143,12 @@ pub struct Consumer {
     unlocking: BTreeMap<MessageQueue, u32>,
     /// Released queues whose unlock waits for their final offset update (the offset sent).
     release_unlocks: HashMap<crate::timer::QueueKey, (MessageQueue, i64)>,
+    /// Topics (wire names) whose pulls the broker refuses for want of permission: reported once,
+    /// pulled again only every [`pull::PERMISSION_RETRY`] until a pull is served.
+    refused_topics: hashbrown::HashSet<String>,
+    /// Topics (wire names) left out of heartbeats until the instant: a 4.9.x ACL broker refuses
+    /// a whole heartbeat whose subscriptions name one topic without the SUB right.
+    unheartbeated: BTreeMap<String, Instant>,
 }
 
 impl Consumer {
@@ -157,7 +171,11 @@ impl Consumer {
             next_opaque: 1,
             peers: BTreeMap::new(),
             name_servers,
-            name_server_index: 0,
+            name_server_index: routes::first_name_server(
+                config.client_id.as_str(),
+                config.name_servers.len(),
+            ),
+            route_failovers: BTreeMap::new(),
             subs: BTreeMap::new(),
             heartbeat: Arc::new(HeartbeatData {
                 client_id: String::new(),
@@ -182,15 +200,19 @@ impl Consumer {
             running: 0,
             waiting: VecDeque::new(),
             timeouts: VecDeque::new(),
+            starts_reported: false,
             direct: HashMap::new(),
             next_batch: 1,
             send_backs: HashMap::new(),
+            persist_after: HashMap::new(),
             local_retries: BTreeMap::new(),
             next_job: 1,
             shutdown_outstanding: 0,
             stats: Stats::default(),
             unlocking: BTreeMap::new(),
             release_unlocks: HashMap::new(),
+            refused_topics: hashbrown::HashSet::new(),
+            unheartbeated: BTreeMap::new(),
             cfg: config,
         };
         c.start();
@@ -221,11 +243,22 @@ impl Consumer {
                 }
                 self.on_disconnected(&peer)
             }
+            Input::Started { batch, at } => self.on_started(batch, at),
             Input::Consumed { batch, result } => self.on_consumed(batch, result)?,
             Input::Command(cmd) => self.on_command(cmd)?,
         }
         self.check_shutdown();
         Ok(())
+    }
+
+    /// The adapter keeps its own queue of batches for its listener threads and reports with
+    /// [`Input::Started`] when user code starts on each. From then on every concurrent batch is
+    /// handed out at once (rather than one per free `consumeThreadMin` slot); the adapter runs
+    /// at most that many at a time, its consume timeout counts from the reported start, and
+    /// batches that have not started when their queue goes away, or when the shutdown deadline
+    /// (`awaitTerminationMillisWhenShutdown`) passes, are taken back with [`Output::Withdraw`]. Call before the first [`handle`](Self::handle).
+    pub fn report_starts(&mut self) {
+        self.starts_reported = true;
     }
 
     /// Fire every timer due at `now`. Early or repeated calls are harmless.
@@ -337,6 +370,8 @@ impl Consumer {
             Timer::ConsumeTimeoutScan => self.scan_consume_timeouts(),
             Timer::LocalRetry(id) => self.run_local_retry(id),
             Timer::ShutdownDeadline => self.on_shutdown_deadline(),
+            // Nothing to do but look again (`check_shutdown` runs after every timer).
+            Timer::PullCommitsSettled => {}
             Timer::ShutdownLimit => self.on_shutdown_limit(),
             Timer::LockRenew => self.renew_locks(),
             Timer::Lock(key) => {

@@ -1,6 +1,9 @@
 //! Persisting offsets: every `persistConsumerOffsetInterval`, before a queue is released, and at
 //! shutdown. UPDATE_CONSUMER_OFFSET is sent as a request (Java sends it oneway), so a value stays
-//! dirty until the broker confirms it and a lost update is simply sent again.
+//! dirty until the broker confirms it and a lost update is simply sent again. At most one update
+//! per queue is in flight: the broker applies updates on a thread pool, so two in flight may land
+//! in either order, the older last — a release or shutdown would then hand the next owner an
+//! offset it already passed. An update due while one is in flight waits for its answer.
 
 use super::Consumer;
 use super::requests::{Failure, PendingKind};
@@ -21,6 +24,15 @@ pub(super) enum Persist {
     Release,
     /// Shutdown: counted until answered.
     Shutdown,
+}
+
+/// An offset update waiting for the one in flight for its queue.
+#[derive(Debug)]
+pub(super) struct QueuedPersist {
+    mq: MessageQueue,
+    offset: i64,
+    /// Counted in `shutdown_outstanding` until answered.
+    shutdown: bool,
 }
 
 impl Consumer {
@@ -48,6 +60,13 @@ impl Consumer {
             q.offset.persisted(offset);
             self.local_offsets_dirty = true;
             return false;
+        }
+        if q.persist_in_flight {
+            // Sent when the one in flight answers (`send_queued_persist`).
+            let mq = q.mq.clone();
+            let counted = self.persist_after.get(&key).is_some_and(|p| p.shutdown);
+            self.persist_after.insert(key, QueuedPersist { mq, offset, shutdown: shutdown || counted });
+            return shutdown && !counted;
         }
         if why == Persist::Release {
             let mq = q.mq.clone();
@@ -107,6 +126,36 @@ impl Consumer {
         if shutdown {
             self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
         }
+        self.send_queued_persist(key);
+    }
+
+    /// The update in flight for `key` is done: send the one that waited for it, with the
+    /// queue's latest offset if it is still held (a released queue's last one otherwise).
+    fn send_queued_persist(&mut self, key: QueueKey) {
+        let Some(p) = self.persist_after.remove(&key) else { return };
+        if self.queues.get(key).is_none() && self.queues.key_of(&p.mq).is_some() {
+            // Released, and held again since: the new holder's updates supersede this one
+            // (sent now it would take the commit back), and the lock stays.
+            self.release_unlocks.remove(&key);
+            if p.shutdown {
+                self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
+            }
+            return;
+        }
+        let offset = self.queues.get(key).map_or(p.offset, |q| q.offset.value().max(p.offset));
+        let Some(peer) = self.master_addr(&p.mq.broker_name) else {
+            if p.shutdown {
+                self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
+            }
+            return;
+        };
+        if let Some(q) = self.queues.get_mut(key) {
+            q.persist_in_flight = true;
+        }
+        let header = self.update_offset_header(&p.mq, offset);
+        let kind = PendingKind::UpdateOffset { key, offset, shutdown: p.shutdown };
+        let timeout = self.cfg.offset_rpc_timeout;
+        self.send_to_broker(peer, Request::UpdateConsumerOffset(header), kind, timeout);
     }
 
     /// Broadcasting: emit the whole local offset table when it changed. Entries of queues not
@@ -147,5 +196,6 @@ impl Consumer {
             self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
         }
         self.unlock_after_persist(key, offset);
+        self.send_queued_persist(key);
     }
 }

@@ -14,13 +14,25 @@ use crate::message::{DecodeBudget, decode_messages_within, keys};
 use crate::process_queue::EntryState;
 use crate::protocol::body::MessageModel;
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
-use crate::protocol::{PullSysFlag, RemotingCommand, ResponseCode};
+use crate::protocol::{Code, PullSysFlag, RemotingCommand, ResponseCode};
 use crate::timer::{QueueKey, Timer};
 
 /// `PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL`: after a FLOW_CONTROL answer.
 const BROKER_FLOW_CONTROL_DELAY: Duration = Duration::from_millis(20);
 
 impl Consumer {
+    /// A pull refused for want of permission: the topic is reported once (until a pull of it
+    /// is served again).
+    /// `topic` (wire name) refused for want of permission: reported once until it is served.
+    pub(super) fn topic_refused_by_name(&mut self, topic: &str, peer: &PeerAddr, cmd: &RemotingCommand) {
+        if self.refused_topics.insert(topic.to_owned()) {
+            let topic = self.ns.unwrap(topic).to_owned();
+            let remark = cmd.remark_str().to_owned();
+            let code = Code::from_i32(cmd.code);
+            self.emit(Event::TopicRefused { topic, peer: peer.clone(), code, remark });
+        }
+    }
+
     pub(super) fn retry_pull_later(&mut self, key: QueueKey, delay: Duration) {
         if self.queues.get(key).is_some() {
             self.timers.set(Timer::Pull(key), self.now + delay);
@@ -75,8 +87,10 @@ impl Consumer {
         }
         let header = self.pull_header(key, &peer);
         let wall = self.wall_ms();
+        let now = self.now;
         let Some(q) = self.queues.get_mut(key) else { return };
         q.pull_in_flight = true;
+        q.pull_commit_sent = PullSysFlag(header.sys_flag).has(PullSysFlag::COMMIT_OFFSET).then_some(now);
         q.last_pull_ms = wall;
         let timeout = self.cfg.consumer_timeout_when_suspend;
         self.transmit(peer, Request::PullMessage(header), PendingKind::Pull { key }, timeout);
@@ -89,7 +103,12 @@ impl Consumer {
         let clustering = self.cfg.message_model == MessageModel::Clustering;
         // Piggy-back the commit on the pull, but never to a slave (slaves must not store offsets).
         let to_master = self.master_addr(&q.mq.broker_name).as_ref() == Some(peer);
-        let commit = clustering && to_master && q.offset.value() > 0;
+        // With locks, only once everything pulled is consumed: the broker may apply a pull's
+        // commit after an update sent later (separate pools), and a release's final update must
+        // not be undone by an older commit, or the next owner replays. A caught-up queue's commit
+        // cannot go stale while its pull is out: only that pull's answer brings new messages.
+        let settled = !self.uses_locks() || q.offset.value() == q.next_offset;
+        let commit = clustering && to_master && q.offset.value() > 0 && settled;
         let with_sub = self.cfg.post_subscription_when_pull;
         PullMessageRequestHeader {
             consumer_group: self.group.clone(),
@@ -116,6 +135,7 @@ impl Consumer {
     ) {
         let Some(q) = self.queues.get_mut(key) else { return };
         q.pull_in_flight = false;
+        q.pull_commit_sent = None;
         // An orderly queue that lost its lock or is being released: the answer is not used.
         if self.state != RunState::Running || q.phase != Phase::Pulling {
             // Shutting down: what this pull found is not consumed and its offset not moved.
@@ -144,6 +164,17 @@ impl Consumer {
         };
         let Some(h) = header else {
             self.stats.pull_errors += 1;
+            if super::requests::is_permission_refusal(&cmd) {
+                // A refusal naming the topic is about the topic (no SUB right, not readable);
+                // one that does not is about us (credentials) and reported as such, once.
+                match self.queues.get(key).map(|q| q.mq.topic.to_string()) {
+                    Some(t) if super::routes::names_topic(cmd.remark_str(), &t) => {
+                        self.topic_refused_by_name(&t, peer, &cmd)
+                    }
+                    _ => self.report_refusal(peer, crate::RequestCode::PullMessage, &cmd),
+                }
+                return self.retry_pull_later(key, PERMISSION_RETRY);
+            }
             let delay = match status {
                 Some(ResponseCode::FlowControl) => BROKER_FLOW_CONTROL_DELAY,
                 Some(
@@ -170,6 +201,11 @@ impl Consumer {
             };
             return self.retry_pull_later(key, delay);
         };
+        if !self.refused_topics.is_empty() {
+            if let Some(q) = self.queues.get(key) {
+                self.refused_topics.remove(&*q.mq.topic);
+            }
+        }
         match status {
             Some(ResponseCode::Success) => self.on_found(key, &h, cmd),
             Some(ResponseCode::PullOffsetMoved) => self.on_offset_moved(key, h.next_begin_offset),
@@ -294,6 +330,7 @@ impl Consumer {
         self.timers.stop(Timer::Pull(key));
         self.timers.stop(Timer::ComputeOffset(key));
         self.timers.stop(Timer::OrderlyResume(key));
+        self.withdraw_unstarted(Some(key));
         let Some(old) = self.queues.remove(key) else { return };
         let key = self.queues.insert(mq, user_mq);
         self.carry_orderly(&old, key);
@@ -317,3 +354,8 @@ impl Consumer {
         }
     }
 }
+
+/// How often a topic the broker refuses (no permission) is pulled again. Java retries every
+/// `pullTimeDelayMillsWhenException` (3 s) and logs each refusal; an operator fixes a permission
+/// in minutes, not seconds.
+pub(super) const PERMISSION_RETRY: Duration = Duration::from_secs(30);

@@ -53,7 +53,16 @@ pub(super) struct QueueState {
     /// Released because its broker left the route: its commit is remembered (the broker may
     /// come back having lost it).
     pub(super) broker_gone: bool,
+    /// When the pull in flight was sent, if it carries a commit. The broker may apply that
+    /// commit after an update sent later (pulls and offset updates run on separate pools), so
+    /// shutdown's final updates wait until it is answered or has had [`PULL_SETTLE`] to be
+    /// processed; otherwise an older commit could undo the final one and a restart replay.
+    pub(super) pull_commit_sent: Option<std::time::Instant>,
 }
+
+/// How long after it was sent a pull has surely been processed by the broker (its commit
+/// applied), answered or not: a long-polled pull is processed, then held.
+pub(super) const PULL_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl QueueState {
     fn new(mq: MessageQueue, user_mq: MessageQueue) -> Self {
@@ -75,6 +84,7 @@ impl QueueState {
             lock_failures: 0,
             dead_letters: 0,
             broker_gone: false,
+            pull_commit_sent: None,
         }
     }
 }

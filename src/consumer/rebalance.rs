@@ -104,7 +104,11 @@ impl Consumer {
             Ok(cmd) => {
                 // "no consumer for this group": the broker lost our registration.
                 self.mark_unregistered(peer);
-                self.emit_broker_error(peer.clone(), RequestCode::GetConsumerListByGroup, &cmd);
+                if super::requests::is_permission_refusal(&cmd) {
+                    self.report_refusal(peer, RequestCode::GetConsumerListByGroup, &cmd);
+                } else {
+                    self.emit_broker_error(peer.clone(), RequestCode::GetConsumerListByGroup, &cmd);
+                }
                 None
             }
             Err(_) => None,
@@ -213,6 +217,7 @@ impl Consumer {
         for t in [Timer::Pull(key), Timer::ComputeOffset(key), Timer::Lock(key), Timer::OrderlyResume(key)] {
             self.timers.stop(t);
         }
+        self.withdraw_unstarted(Some(key));
         self.queues.remove(key);
     }
 

@@ -95,6 +95,13 @@ pub(super) struct PeerState {
     pub(super) version: i32,
     /// When the last frame came from it (any frame: an answer, a broker request).
     pub(super) last_heard: Option<Instant>,
+    /// It refused our heartbeat for want of permission (credentials it does not accept: an
+    /// unknown key, a bad signature, an expired token). What waits for registration stays
+    /// parked, and the heartbeat goes again only with the periodic one, not at the pace of
+    /// every parked pull.
+    pub(super) refused: bool,
+    /// That refusal was reported; again only after a heartbeat succeeds.
+    pub(super) refusal_reported: bool,
 }
 
 /// Why a request got no usable answer.
@@ -170,10 +177,13 @@ impl Consumer {
         key: QueueKey,
         shutdown: bool,
     ) -> bool {
-        if self.peer(peer).registered {
+        let state = self.peer(peer);
+        // A shutdown does not wait for a broker that refuses us: the update goes (and is
+        // refused, or lands if the credentials were renewed meanwhile).
+        if state.registered || (shutdown && state.refused) {
             return false;
         }
-        self.peer(peer).deferred.push(Deferred::Persist { key, shutdown });
+        state.deferred.push(Deferred::Persist { key, shutdown });
         self.ensure_heartbeat(peer);
         true
     }
@@ -196,6 +206,8 @@ impl Consumer {
     pub(super) fn on_registered(&mut self, peer: &PeerAddr, version: i32) {
         let state = self.peer(peer);
         state.registered = true;
+        state.refused = false;
+        state.refusal_reported = false;
         state.version = version;
         let deferred = std::mem::take(&mut state.deferred);
         for d in deferred {
@@ -206,6 +218,14 @@ impl Consumer {
                     self.transmit(peer.clone(), *request, kind, timeout)
                 }
             }
+        }
+    }
+
+    /// A refusal for want of permission from `peer`, reported once until a heartbeat to it
+    /// succeeds (every request is refused alike when the credentials are).
+    pub(super) fn report_refusal(&mut self, peer: &PeerAddr, request: RequestCode, cmd: &RemotingCommand) {
+        if !std::mem::replace(&mut self.peer(peer).refusal_reported, true) {
+            self.emit_broker_error(peer.clone(), request, cmd);
         }
     }
 
@@ -361,5 +381,15 @@ impl Consumer {
                 }
             }
         }
+    }
+}
+
+/// A refusal for want of permission: NO_PERMISSION (5.x ACL 2.0), or 4.9.x's ACL 1.0, whose
+/// AclException reaches the client as SYSTEM_ERROR with the exception in the remark.
+pub(super) fn is_permission_refusal(cmd: &RemotingCommand) -> bool {
+    match ResponseCode::from_i32(cmd.code) {
+        Some(ResponseCode::NoPermission) => true,
+        Some(ResponseCode::SystemError) => cmd.remark_str().contains("AclException"),
+        _ => false,
     }
 }

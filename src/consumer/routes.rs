@@ -30,6 +30,16 @@ const MAX_ROUTE_RETRY: Duration = Duration::from_secs(30);
 /// Early route refreshes after a broker failure are at least this far apart.
 const EARLY_ROUTE_REFRESH: Duration = Duration::from_secs(1);
 
+/// Which name server a client asks first: Java picks one at random per client so that clients
+/// spread over the list; here a hash of the client id does it (deterministic, and still spread).
+pub(super) fn first_name_server(client_id: &str, count: usize) -> usize {
+    // FNV-1a.
+    let h = client_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    (h % count.max(1) as u64) as usize
+}
+
 impl Consumer {
     pub(super) fn name_server(&self) -> PeerAddr {
         self.name_servers[self.name_server_index % self.name_servers.len()].clone()
@@ -40,6 +50,7 @@ impl Consumer {
         if !matches!(self.state, RunState::Running) {
             return;
         }
+        self.route_failovers.clear();
         let topics: Vec<String> = self.subs.keys().cloned().collect();
         for topic in topics {
             self.query_route(&topic);
@@ -91,9 +102,23 @@ impl Consumer {
         );
     }
 
+    /// A route request failed at `peer`: move on from it, and ask the next name server at once
+    /// (once round the list per refresh; then the refresh's back-off paces it).
+    fn route_failed(&mut self, peer: &PeerAddr, topic: &str) {
+        if *peer == self.name_server() {
+            // Several requests may fail at one name server: it is left once.
+            self.name_server_index += 1;
+        }
+        let tried = self.route_failovers.entry(topic.to_owned()).or_default();
+        if *tried + 1 < self.name_servers.len() && self.state == RunState::Running {
+            *tried += 1;
+            self.query_route(topic);
+        }
+    }
+
     pub(super) fn on_route(
         &mut self,
-        _peer: &PeerAddr,
+        peer: &PeerAddr,
         topic: &str,
         result: Result<RemotingCommand, Failure>,
     ) {
@@ -109,14 +134,12 @@ impl Consumer {
                 return;
             }
             Ok(cmd) => {
-                let peer = self.name_server();
-                self.emit_broker_error(peer, crate::RequestCode::GetRouteInfoByTopic, &cmd);
-                self.name_server_index += 1;
+                self.emit_broker_error(peer.clone(), crate::RequestCode::GetRouteInfoByTopic, &cmd);
+                self.route_failed(peer, topic);
                 return;
             }
             Err(_) => {
-                // Try the next name server next time.
-                self.name_server_index += 1;
+                self.route_failed(peer, topic);
                 return;
             }
         };
@@ -172,7 +195,12 @@ impl Consumer {
             consume_type: ConsumeType::ConsumePassively,
             message_model: self.cfg.message_model,
             consume_from_where: self.cfg.consume_from_where,
-            subscription_data_set: self.subs.values().cloned().collect(),
+            subscription_data_set: self
+                .subs
+                .values()
+                .filter(|s| !self.unheartbeated.contains_key(&s.topic))
+                .cloned()
+                .collect(),
             unit_mode: self.cfg.unit_mode,
         };
         self.heartbeat = Arc::new(HeartbeatData {
@@ -186,8 +214,18 @@ impl Consumer {
 
     /// Heartbeat every known broker node, masters and slaves (and re-arm).
     pub(super) fn heartbeat_all(&mut self) {
+        // Topics left out after a refusal are tried again (each interval, so a granted
+        // permission is picked up).
+        let now = self.now;
+        let before = self.unheartbeated.len();
+        self.unheartbeated.retain(|_, until| *until > now);
+        if self.unheartbeated.len() != before {
+            self.rebuild_heartbeat();
+        }
         let peers: Vec<PeerAddr> = self.brokers.values().flat_map(|a| a.values().cloned()).collect();
         for p in peers {
+            // A broker that refused us is asked again here, once per interval.
+            self.peer(&p).refused = false;
             self.ensure_heartbeat(&p);
         }
         self.timers.set(Timer::Heartbeat, self.now + self.cfg.heartbeat_broker_interval);
@@ -195,7 +233,7 @@ impl Consumer {
 
     /// Send a heartbeat to `peer` unless one is already on its way.
     pub(super) fn ensure_heartbeat(&mut self, peer: &PeerAddr) {
-        if self.peer(peer).heartbeat_in_flight {
+        if self.peer(peer).heartbeat_in_flight || self.peer(peer).refused {
             return;
         }
         self.peer(peer).heartbeat_in_flight = true;
@@ -209,10 +247,60 @@ impl Consumer {
         match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => self.on_registered(peer, cmd.version),
             Ok(cmd) => {
+                if let Some(topic) = self.refused_subscription(&cmd) {
+                    // One topic without permission: the rest of the heartbeat goes again
+                    // without it, so that the other topics go on.
+                    self.topic_refused_by_name(&topic, peer, &cmd);
+                    self.unheartbeated.insert(topic, self.now + super::pull::PERMISSION_RETRY);
+                    self.rebuild_heartbeat();
+                    return self.ensure_heartbeat(peer);
+                }
+                if super::requests::is_permission_refusal(&cmd) {
+                    // The client as a whole is refused (credentials): reported once; what
+                    // waits for registration waits for the next periodic heartbeat.
+                    self.peer(peer).refused = true;
+                    return self.report_refusal(peer, crate::RequestCode::HeartBeat, &cmd);
+                }
                 self.emit_broker_error(peer.clone(), crate::RequestCode::HeartBeat, &cmd);
                 self.fail_parked(peer);
             }
             Err(_) => self.fail_parked(peer),
         }
+    }
+
+    /// The subscribed topic (wire name) a permission refusal names, if it names one still in
+    /// the heartbeat.
+    fn refused_subscription(&self, cmd: &RemotingCommand) -> Option<String> {
+        if !super::requests::is_permission_refusal(cmd) {
+            return None;
+        }
+        let remark = cmd.remark_str();
+        self.subs
+            .keys()
+            .filter(|t| !self.unheartbeated.contains_key(*t))
+            .find(|t| names_topic(remark, t))
+            .cloned()
+    }
+}
+
+/// `remark` names `topic` as a whole word (topic names are `[A-Za-z0-9_%|-]`).
+pub(super) fn names_topic(remark: &str, topic: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '%' | '|' | '-');
+    remark.match_indices(topic).any(|(at, _)| {
+        let before = remark[..at].chars().next_back();
+        let after = remark[at + topic.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_topic_is_found_in_a_refusal_only_as_a_whole_word() {
+        let r = "org.apache.rocketmq.acl.common.AclException: No default permission for topic:rmq_denied, org.apache";
+        assert!(super::names_topic(r, "rmq_denied"));
+        assert!(!super::names_topic(r, "rmq"));
+        assert!(!super::names_topic(r, "denied"));
+        assert!(!super::names_topic(r, "T"));
     }
 }

@@ -11,6 +11,7 @@ pub mod sys_flag;
 use std::borrow::Cow;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
@@ -92,6 +93,24 @@ impl MessageExt {
     /// Broker-side id: store host and commit-log offset in hex.
     pub fn offset_msg_id(&self) -> String {
         offset_msg_id(self.store_host, self.commit_log_offset)
+    }
+
+    /// The body as text, when it is UTF-8 (what a Java `new String(getBody(), UTF_8)` reads
+    /// without replacement characters).
+    pub fn body_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.body).ok()
+    }
+
+    /// [`born_timestamp`](Self::born_timestamp) as a [`SystemTime`]; the epoch when the
+    /// broker sent a value no `SystemTime` can hold.
+    pub fn born_time(&self) -> SystemTime {
+        epoch_ms(self.born_timestamp)
+    }
+
+    /// [`store_timestamp`](Self::store_timestamp) as a [`SystemTime`]; the epoch when the
+    /// broker sent a value no `SystemTime` can hold.
+    pub fn store_time(&self) -> SystemTime {
+        epoch_ms(self.store_timestamp)
     }
 
     /// True if the body is still compressed (decompression was off or failed).
@@ -180,6 +199,14 @@ pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
 
+/// Milliseconds since the epoch (negative: before it) as a `SystemTime`, saturating to the
+/// epoch where the platform's `SystemTime` has no room.
+fn epoch_ms(ms: i64) -> SystemTime {
+    let d = Duration::from_millis(ms.unsigned_abs());
+    let t = if ms >= 0 { UNIX_EPOCH.checked_add(d) } else { UNIX_EPOCH.checked_sub(d) };
+    t.unwrap_or(UNIX_EPOCH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +232,21 @@ mod tests {
         assert_eq!(e.keys().collect::<Vec<_>>(), ["k1", "k2"]);
         assert_eq!(e.tags(), Some("A"));
         assert_eq!(e.msg_id(), e.offset_msg_id());
+    }
+
+    #[test]
+    fn body_text_and_times() {
+        let mut m = MessageExt::new("T", "héllo");
+        assert_eq!(m.body_str(), Some("héllo"));
+        m.body = Bytes::from_static(&[0xff, 0xfe]);
+        assert_eq!(m.body_str(), None);
+        m.born_timestamp = 1_700_000_000_123;
+        m.store_timestamp = -1_000;
+        assert_eq!(m.born_time(), UNIX_EPOCH + Duration::from_millis(1_700_000_000_123));
+        assert_eq!(m.store_time(), UNIX_EPOCH - Duration::from_secs(1));
+        for extreme in [i64::MIN, i64::MAX] {
+            m.born_timestamp = extreme;
+            let _ = m.born_time(); // any broker value: no panic
+        }
     }
 }

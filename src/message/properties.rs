@@ -164,18 +164,42 @@ impl Properties {
         self.raw.is_empty()
     }
 
-    /// Pairs in wire order, with Java's filter: a piece counts only if it has a non-empty name
-    /// before the first `\x01` and a non-empty value after it.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.as_wire_str().split(PROPERTY_SEPARATOR).filter_map(|piece| {
-            let (k, v) = piece.split_once(NAME_VALUE_SEPARATOR)?;
+    /// Pairs as byte slices, in wire order, with Java's filter: a piece counts only if it has a
+    /// non-empty name before the first `\x01` and a non-empty value after it.
+    fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.raw.split(|b| *b == 2).filter_map(|piece| {
+            let at = piece.iter().position(|b| *b == 1)?;
+            let (k, v) = (&piece[..at], &piece[at + 1..]);
             (!k.is_empty() && !v.is_empty()).then_some((k, v))
         })
     }
 
-    /// The value of `key`; the last one wins when repeated (Java fills a HashMap).
+    /// Pairs in wire order, with Java's filter: a piece counts only if it has a non-empty name
+    /// before the first `\x01` and a non-empty value after it.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.pairs().map(|(k, v)| (text(k), text(v)))
+    }
+
+    /// The value of `key`; the last one wins when repeated (Java fills a HashMap), and a piece
+    /// with an empty value does not count (Java's filter). The pieces are walked from the end,
+    /// their separators found with SIMD (`memchr`), and a piece is looked at only where it
+    /// starts with `key` and `\x01`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.iter().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+        let (raw, key) = (&self.raw[..], key.as_bytes());
+        // A name never holds the separators (the name ends at the first `\x01`).
+        if key.is_empty() || key.iter().any(|b| *b == 1 || *b == 2) {
+            return None;
+        }
+        let mut end = raw.len();
+        let starts = memchr::memrchr_iter(2, raw).map(|at| at + 1).chain(std::iter::once(0));
+        for start in starts {
+            let piece = &raw[start..end];
+            end = start.saturating_sub(1);
+            if piece.len() > key.len() + 1 && piece[key.len()] == 1 && piece.starts_with(key) {
+                return Some(text(&piece[key.len() + 1..]));
+            }
+        }
+        None
     }
 
     /// A copy with `key` set to `value` (replacing earlier values).
@@ -189,10 +213,33 @@ impl Properties {
         Self::from_pairs(self.iter().filter(|(k, _)| *k != key))
     }
 
-    /// User properties only (not RocketMQ's own keys).
-    pub fn user(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.iter().filter(|(k, _)| !is_system_key(k))
+    /// The pairs as Java's `getProperties()` map holds them: one per name, the last value
+    /// winning (as [`get`](Self::get)), in the order the names first appear.
+    pub fn distinct(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = Vec::new();
+        let mut at: hashbrown::HashMap<&str, usize> = hashbrown::HashMap::new();
+        for (k, v) in self.iter() {
+            match at.get(k) {
+                Some(&i) => out[i].1 = v,
+                None => {
+                    at.insert(k, out.len());
+                    out.push((k, v));
+                }
+            }
+        }
+        out
     }
+
+    /// User properties only (not RocketMQ's own keys), one per name as [`distinct`](Self::distinct).
+    pub fn user(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.distinct().into_iter().filter(|(k, _)| !is_system_key(k))
+    }
+}
+
+/// A piece of properties as text. The whole was valid UTF-8 when built, and pieces are cut at
+/// ASCII separators, so every piece is valid too: the check is on the piece alone (short).
+fn text(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or("")
 }
 
 impl fmt::Debug for Properties {
@@ -214,6 +261,21 @@ mod tests {
         assert_eq!(pairs, [("TAGS", "a"), ("K", "v\u{1}w"), ("TAGS", "b")]);
         assert_eq!(p.get("TAGS"), Some("b"), "last wins");
         assert_eq!(p.get("EMPTY"), None, "empty values are dropped");
+        assert_eq!(p.distinct(), [("TAGS", "b"), ("K", "v\u{1}w")], "one per name, as Java's map");
+    }
+
+    #[test]
+    fn distinct_agrees_with_get_for_every_name() {
+        // A batch entry's properties repeat UNIQ_KEY and WAIT (the batch's and the entry's own).
+        let p = Properties::from_wire(Bytes::from_static(
+            b"WAIT\x01true\x02UNIQ_KEY\x01A\x02c\x01red\x02UNIQ_KEY\x01B\x02WAIT\x01false\x02c\x01blue",
+        ));
+        let d = p.distinct();
+        assert_eq!(d, [("WAIT", "false"), ("UNIQ_KEY", "B"), ("c", "blue")]);
+        for (k, v) in &d {
+            assert_eq!(p.get(k), Some(*v), "{k}");
+        }
+        assert_eq!(p.user().collect::<Vec<_>>(), [("c", "blue")]);
     }
 
     #[test]
@@ -223,6 +285,24 @@ mod tests {
         let q = p.with("TAGS", "u").without("color");
         assert_eq!(q.as_wire_str(), "TAGS\u{1}u\u{2}");
         assert_eq!(p.user().collect::<Vec<_>>(), [("color", "红")]);
+    }
+
+    #[test]
+    fn get_agrees_with_the_pairs_for_every_name() {
+        let wires: [&[u8]; 5] = [
+            b"TAG\x01x\x02TAGS\x01y\x02TAGSS\x01z\x02",
+            b"\x02\x02K\x01\x01\x02K\x01v\x01w\x02",
+            b"A\x01\x02A\x01b\x02A\x01\x02",
+            b"UNIQ_KEY\x01id",
+            b"",
+        ];
+        for wire in wires {
+            let p = Properties::from_wire(Bytes::from_static(wire));
+            for name in ["TAG", "TAGS", "TAGSS", "K", "A", "UNIQ_KEY", "", "T", "\u{1}", "K\u{1}v"] {
+                let want = p.iter().filter(|(k, _)| *k == name).last().map(|(_, v)| v);
+                assert_eq!(p.get(name), want, "{name:?} in {wire:?}");
+            }
+        }
     }
 
     #[test]

@@ -81,6 +81,8 @@ codes! {
         LockBatchMq = 41, "LOCK_BATCH_MQ";
         /// 42: unlock queues.
         UnlockBatchMq = 42, "UNLOCK_BATCH_MQ";
+        /// 46: can the broker run a subscription's filter (sent for SQL92 at start).
+        CheckClientConfig = 46, "CHECK_CLIENT_CONFIG";
         /// 105: name server: a topic's route.
         GetRouteInfoByTopic = 105, "GET_ROUTEINFO_BY_TOPIC";
         /// 106: name server: the cluster's brokers.

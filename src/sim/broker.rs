@@ -57,8 +57,6 @@ const FAQ: &str = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for
 const MAX_MESSAGE_SIZE: usize = 4 << 20;
 /// `BrokerConfig.regionId` default, echoed as the `MSG_REGION` ext field of send answers.
 const REGION_ID: &str = "DefaultRegion";
-/// `CHECK_CLIENT_CONFIG` (not named in [`RequestCode`]).
-const CHECK_CLIENT_CONFIG: i32 = 46;
 /// `LITE_PULL_MESSAGE`, served by the pull processor.
 const LITE_PULL_MESSAGE: i32 = 361;
 /// `shortPollingTimeMills`: hold time and hold-check tick when long polling is off.
@@ -114,6 +112,21 @@ pub struct SimBrokerConfig {
     /// (`ConsumerManager.scanNotActiveChannel` drops it silently and closes the channel; the
     /// others find out at their next 20 s rebalance), hence the default `false`.
     pub notify_on_expiry: bool,
+    /// How long a PULL_MESSAGE waits in the pull pool before it is processed (zero). Every other
+    /// request is processed at once: the real broker runs pulls and offset updates on separate
+    /// thread pools, so a pull's piggy-backed commit can land after an update sent later.
+    pub pull_lag: Duration,
+    /// Topics whose pulls are refused with NO_PERMISSION, as an ACL broker refuses a user
+    /// without the SUB right (none).
+    pub deny_pull: Vec<String>,
+    /// Refuse `deny_pull` topics as 4.9.x's ACL 1.0 does: SYSTEM_ERROR with an AclException,
+    /// and a heartbeat subscribing to one of them is refused whole (false: 5.x's NO_PERMISSION
+    /// on pulls only).
+    pub deny_as_acl_v1: bool,
+    /// Refuse every request with NO_PERMISSION and this remark, as an ACL broker refuses a
+    /// client whose credentials it does not accept: an unknown access key, a bad signature, an
+    /// expired security token (none).
+    pub refuse_all: Option<String>,
 }
 
 impl Default for SimBrokerConfig {
@@ -133,6 +146,10 @@ impl Default for SimBrokerConfig {
             auto_create_topic_queues: 8,
             start_wall_ms: 1_700_000_000_000,
             notify_on_expiry: false,
+            pull_lag: Duration::ZERO,
+            deny_pull: Vec::new(),
+            deny_as_acl_v1: false,
+            refuse_all: None,
         }
     }
 }
@@ -221,6 +238,8 @@ pub struct SimBroker {
     /// Next offset of each `SCHEDULE_TOPIC_XXXX` queue (one per level).
     schedule_offsets: Vec<i64>,
     held_count: usize,
+    /// Pulls waiting out `pull_lag`, in arrival (= due) order.
+    lagged_pulls: VecDeque<(Instant, ConnId, RemotingCommand)>,
     out: VecDeque<Outgoing>,
     closed: VecDeque<ConnId>,
     next_opaque: i32,
@@ -364,6 +383,7 @@ impl SimBroker {
             schedule_seq: 0,
             schedule_offsets: vec![0; levels],
             held_count: 0,
+            lagged_pulls: VecDeque::new(),
             out: VecDeque::new(),
             closed: VecDeque::new(),
             next_opaque: 0,
@@ -396,6 +416,32 @@ impl SimBroker {
     /// Wall-clock milliseconds at `now`.
     pub fn wall_ms(&self, now: Instant) -> i64 {
         self.config.start_wall_ms + now.saturating_duration_since(self.start).as_millis() as i64
+    }
+
+    /// Move the wall clock forward so that [`wall_ms`](Self::wall_ms)`(now)` is at least
+    /// `wall_ms`; never back, so store timestamps stay ordered within a queue. A server on real
+    /// time calls this with the system clock: the monotonic clock `now` comes from does not
+    /// follow steps of the wall clock (a resumed virtual machine, an NTP step), while a client
+    /// on the same host reads the wall clock directly, as the real broker does.
+    pub fn follow_wall_clock(&mut self, now: Instant, wall_ms: i64) {
+        let behind = wall_ms - self.wall_ms(now);
+        if behind > 0 {
+            self.config.start_wall_ms += behind;
+        }
+    }
+
+    /// Refuse pulls of `topic` with NO_PERMISSION from now on (`deny`), or serve them again.
+    pub fn deny_pull(&mut self, topic: &str, deny: bool) {
+        self.config.deny_pull.retain(|t| t != topic);
+        if deny {
+            self.config.deny_pull.push(topic.to_owned());
+        }
+    }
+
+    /// Refuse every request from now on with NO_PERMISSION and `remark` (`Some`), or serve
+    /// them again (`None`): credentials revoked or a token expired, then renewed.
+    pub fn refuse_all(&mut self, remark: Option<&str>) {
+        self.config.refuse_all = remark.map(str::to_owned);
     }
 
     /// Create a read-write topic with `queues` queues (at most 4096), or change an existing
@@ -446,6 +492,14 @@ impl SimBroker {
         if cmd.is_response() {
             return;
         }
+        if let Some(remark) = &self.config.refuse_all {
+            let answer = error(&cmd, ResponseCode::NoPermission, remark.clone());
+            return self.respond(conn, &cmd, answer);
+        }
+        if cmd.code == RequestCode::PullMessage as i32 && !self.config.pull_lag.is_zero() {
+            self.lagged_pulls.push_back((now + self.config.pull_lag, conn, cmd));
+            return;
+        }
         let answer = match RequestCode::from_i32(cmd.code) {
             Some(RequestCode::PullMessage) => self.on_pull(conn, &cmd, true, now),
             Some(RequestCode::QueryConsumerOffset) => Some(self.on_query_offset(&cmd)),
@@ -454,6 +508,7 @@ impl SimBroker {
             Some(RequestCode::SearchOffsetByTimestamp) => Some(self.on_search_offset(&cmd)),
             Some(RequestCode::GetMaxOffset) => Some(self.on_max_offset(&cmd)),
             Some(RequestCode::GetMinOffset) => Some(self.on_min_offset(&cmd)),
+            Some(RequestCode::GetConsumeStats) => Some(self.on_consume_stats(&cmd)),
             Some(RequestCode::HeartBeat) => Some(self.on_heartbeat(conn, &cmd, now)),
             Some(RequestCode::UnregisterClient) => Some(self.on_unregister(conn, &cmd)),
             Some(RequestCode::ConsumerSendMsgBack) => Some(self.on_send_back(&cmd, now)),
@@ -464,7 +519,7 @@ impl SimBroker {
             Some(RequestCode::SendMessageV2) => Some(self.on_send(conn, &cmd, false, now)),
             Some(RequestCode::SendBatchMessage) => Some(self.on_send_batch(conn, &cmd, now)),
             _ if cmd.code == LITE_PULL_MESSAGE => self.on_pull(conn, &cmd, true, now),
-            _ if cmd.code == CHECK_CLIENT_CONFIG => Some(reply(&cmd, ResponseCode::Success)),
+            Some(RequestCode::CheckClientConfig) => Some(self.on_check_client(&cmd)),
             _ => Some(error(
                 &cmd,
                 ResponseCode::RequestCodeNotSupported,
@@ -495,6 +550,7 @@ impl SimBroker {
                 self.held_count -= before - q.held.len();
             }
         }
+        self.lagged_pulls.retain(|(_, c, _)| *c != conn);
         self.out.retain(|o| o.conn != conn);
     }
 
@@ -511,6 +567,7 @@ impl SimBroker {
             }
         }
         self.held_count = 0;
+        self.lagged_pulls.clear();
         self.out.clear();
         self.closed.clear();
         self.next_opaque = 0;
@@ -536,11 +593,14 @@ impl SimBroker {
         self.closed.pop_front()
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) next has work: a held pull's release, a
-    /// delayed message falling due, or a registration expiring.
+    /// When [`handle_timeout`](Self::handle_timeout) next has work: a lagged pull, a held pull's
+    /// release, a delayed message falling due, or a registration expiring.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut next = self.schedule.keys().next().map(|(t, _)| *t);
         let mut consider = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
+        if let Some((due, _, _)) = self.lagged_pulls.front() {
+            consider(*due);
+        }
         if self.held_count > 0 {
             let interval = self.check_interval();
             let mut min_deadline: Option<Instant> = None;
@@ -573,6 +633,12 @@ impl SimBroker {
     /// Do what is due at `now`: deliver delayed messages, run the hold service's check, expire
     /// registrations.
     pub fn handle_timeout(&mut self, now: Instant) {
+        while self.lagged_pulls.front().is_some_and(|(due, _, _)| *due <= now) {
+            let Some((due, conn, cmd)) = self.lagged_pulls.pop_front() else { break };
+            if let Some(answer) = self.on_pull(conn, &cmd, true, due) {
+                self.respond(conn, &cmd, answer);
+            }
+        }
         while let Some(entry) = self.schedule.first_entry() {
             if entry.key().0 > now {
                 break;

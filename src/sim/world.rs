@@ -3,7 +3,7 @@
 //! them: links are connected (or refused) after a hop, every frame goes out as bytes finished by
 //! the driver and comes back as bytes the driver frames, in pieces when reads are split.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -182,6 +182,8 @@ pub(super) struct SimConsumer {
     pub(super) outstanding: BTreeMap<BatchId, crate::BatchKind>,
     /// `consumeThreadMin`: concurrent batches with user code at once, at most.
     slots: usize,
+    /// With [`SimBuilder::adapter_queue`]: concurrent batches handed out and not started yet.
+    queued: VecDeque<Batch>,
     local_offsets: Vec<(MessageQueue, i64)>,
     transcript: Vec<String>,
     events: Vec<Event>,
@@ -205,6 +207,7 @@ pub struct SimBuilder {
     listener: Option<Listener>,
     start_wall_ms: i64,
     trace: bool,
+    adapter_queue: bool,
 }
 
 impl SimBuilder {
@@ -243,6 +246,14 @@ impl SimBuilder {
     /// A broker named `name` holding `topics` (name, queue count).
     pub fn broker(mut self, name: &str, topics: &[(&str, i32)]) -> Self {
         self.brokers.push((name.to_owned(), topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect()));
+        self
+    }
+
+    /// Run the consumers as the adapters with blocking listeners do: the driver reports starts
+    /// ([`Driver::report_starts`]), every concurrent batch comes out at once, and the sim queues
+    /// them itself, starting each as one of `consumeThreadMin` slots frees.
+    pub fn adapter_queue(mut self, on: bool) -> Self {
+        self.adapter_queue = on;
         self
     }
 
@@ -299,6 +310,7 @@ impl SimBuilder {
             checker: Checker::default(),
             steps: 0,
             trace: self.trace || std::env::var("SIM_TRACE").is_ok_and(|v| v == "1"),
+            adapter_queue: self.adapter_queue,
             lean: false,
             consumed_count: 0,
             codec: RemotingCodec::new(),
@@ -336,6 +348,7 @@ pub struct Sim {
     pub(super) checker: Checker,
     steps: u64,
     trace: bool,
+    adapter_queue: bool,
     lean: bool,
     consumed_count: usize,
     /// The servers' side of the wire: frames the consumers' drivers wrote.
@@ -367,6 +380,7 @@ impl Sim {
             listener: None,
             start_wall_ms: 1_700_000_000_000,
             trace: false,
+            adapter_queue: false,
         }
     }
 
@@ -405,6 +419,7 @@ impl Sim {
             links: BTreeMap::new(),
             outstanding: BTreeMap::new(),
             slots: 0,
+            queued: VecDeque::new(),
             local_offsets: Vec::new(),
             transcript: Vec::new(),
             events: Vec::new(),
@@ -428,9 +443,13 @@ impl Sim {
         self.checker.consumer_started(i, &cfg);
         c.slots = cfg.consume_thread_min();
         let mut driver = Driver::new(Consumer::new(cfg, self.now));
+        if self.adapter_queue {
+            driver.report_starts();
+        }
         driver.restore_local_offsets(c.local_offsets.clone());
         c.driver = Some(driver);
         c.outstanding.clear();
+        c.queued.clear();
         c.links.clear();
         self.drain_consumer(i);
     }
@@ -616,6 +635,7 @@ impl Sim {
             return;
         }
         c.outstanding.clear();
+        c.queued.clear();
         self.checker.consumer_gone(i);
         let conns: Vec<ConnId> = std::mem::take(&mut c.links).into_values().collect();
         for conn in conns {
@@ -833,6 +853,7 @@ impl Sim {
                 DriverOutput::Write { .. } => None,
                 DriverOutput::Close { .. } => Some("Close".to_owned()),
                 DriverOutput::Consume(_) => Some("Consume".to_owned()),
+                DriverOutput::Withdraw(_) => Some("Withdraw".to_owned()),
                 DriverOutput::PersistLocalOffsets(_) => Some("PersistLocalOffsets".to_owned()),
                 DriverOutput::Event(e) => Some(format!("Event:{}", event_name(e))),
                 DriverOutput::Terminated => Some("Terminated".to_owned()),
@@ -848,7 +869,18 @@ impl Sim {
                         self.close_conn(conn, None);
                     }
                 }
-                DriverOutput::Consume(batch) => self.run_listener(i, batch),
+                DriverOutput::Consume(batch) => self.dispatch(i, batch),
+                DriverOutput::Withdraw(id) => {
+                    let c = &mut self.consumers[i];
+                    let at = c.queued.iter().position(|b| b.id == id);
+                    let Some(at) = at else {
+                        panic!(
+                            "seed {}: consumer {i} withdrew {id}, which is not waiting to start",
+                            self.seed
+                        )
+                    };
+                    c.queued.remove(at);
+                }
                 DriverOutput::PersistLocalOffsets(table) => self.consumers[i].local_offsets = table,
                 DriverOutput::Event(e) => {
                     self.checker.on_event(i, &e);
@@ -856,6 +888,38 @@ impl Sim {
                 }
                 DriverOutput::Terminated => {}
             }
+        }
+    }
+
+    fn dispatch(&mut self, i: usize, batch: Batch) {
+        if !self.adapter_queue || batch.kind != crate::BatchKind::Concurrent {
+            return self.run_listener(i, batch);
+        }
+        let c = &mut self.consumers[i];
+        assert!(
+            !c.outstanding.contains_key(&batch.id) && c.queued.iter().all(|b| b.id != batch.id),
+            "seed {}: consumer {i} dispatched {} twice",
+            self.seed,
+            batch.id
+        );
+        c.queued.push_back(batch);
+        self.start_queued(i);
+    }
+
+    /// Start queued batches while slots are free, reporting each start.
+    fn start_queued(&mut self, i: usize) {
+        loop {
+            let c = &mut self.consumers[i];
+            let running = c.outstanding.values().filter(|k| **k == crate::BatchKind::Concurrent).count();
+            if running >= c.slots {
+                return;
+            }
+            let Some(batch) = c.queued.pop_front() else { return };
+            let now = self.now;
+            if let Some(d) = c.driver.as_mut() {
+                d.started(batch.id, now, now);
+            }
+            self.run_listener(i, batch);
         }
     }
 
@@ -1042,7 +1106,10 @@ impl Sim {
                 if c.outstanding.remove(&batch).is_none() {
                     return;
                 }
+                // The freed slot takes the next queued batch before its result is reported.
+                self.start_queued(i);
                 self.checker.on_orderly_result(i, batch);
+                let c = &mut self.consumers[i];
                 if let Some(d) = c.driver.as_mut() {
                     if let Err(e) = d.consumed(batch, result, self.now) {
                         // The sim answers each dispatch exactly once: the consumer must know it.
@@ -1132,6 +1199,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::Malformed { .. } => "Malformed",
         Event::RequestTimeout { .. } => "RequestTimeout",
         Event::TopicNotFound { .. } => "TopicNotFound",
+        Event::TopicRefused { .. } => "TopicRefused",
         Event::OffsetMoved { .. } => "OffsetMoved",
         Event::CorruptPull { .. } => "CorruptPull",
         Event::RecordsOutOfRange { .. } => "RecordsOutOfRange",

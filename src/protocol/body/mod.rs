@@ -1,5 +1,6 @@
 //! JSON bodies (PROTOCOL.md §6, §7): parsed leniently from fastjson, written as fastjson reads.
 
+mod check_client;
 mod direct;
 mod heartbeat;
 mod lock;
@@ -9,6 +10,7 @@ mod running_info;
 
 use bytes::Bytes;
 
+pub use check_client::CheckClientRequestBody;
 pub use direct::{CMResult, ConsumeMessageDirectlyResult};
 pub use heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData,

@@ -9,16 +9,17 @@ use super::{
     ConnId, Draft, FAQ, LockEntry, MAX_MESSAGE_SIZE, MAX_WAIT, REGION_ID, SCHEDULE_TOPIC, SHORT_POLLING,
     Scheduled, SimBroker, error, header_error, offset_reply, reply, v1_as_v2, validate_topic,
 };
+use crate::MessageQueue;
 use crate::message::{
     DecodeOptions, MessageExt, Properties, decode_message, keys, offset_msg_id, stored_size,
 };
 use crate::producer::{RETRY_TOPIC_PREFIX, dlq_topic, retry_topic};
 use crate::protocol::body::{
-    GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
-    SubscriptionData, perm,
+    CheckClientRequestBody, ConsumeStatsBody, GetConsumerListByGroupResponseBody, HeartbeatData,
+    LockBatchRequestBody, LockBatchResponseBody, OffsetWrapper, SubscriptionData, perm,
 };
 use crate::protocol::header::{
-    BoundaryType, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader,
+    BoundaryType, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader, GetConsumeStatsRequestHeader,
     GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
@@ -99,6 +100,13 @@ impl SimBroker {
             let remark = format!("topic[{}] not exist, apply first please! {FAQ}", h.topic);
             return Some(error(req, ResponseCode::TopicNotExist, remark));
         };
+        if self.config.deny_pull.contains(&h.topic) {
+            if self.config.deny_as_acl_v1 {
+                return Some(error(req, ResponseCode::SystemError, acl_v1_refusal(&h.topic)));
+            }
+            let remark = format!("user has no permission to Sub on topic {}", h.topic);
+            return Some(error(req, ResponseCode::NoPermission, remark));
+        }
         let t = &self.topics[ti];
         if t.perm & perm::READ == 0 {
             let remark = format!("the topic[{}] pulling message is forbidden", h.topic);
@@ -256,6 +264,57 @@ impl SimBroker {
         offset_reply(req, offset)
     }
 
+    /// GET_CONSUME_STATS: `AdminBrokerProcessor.getConsumeStats`. Of one topic, or of every
+    /// topic the group has offsets for; a topic the broker lacks is skipped, and so is one the
+    /// group's live members do not subscribe to while they subscribe to others. Every readable
+    /// queue is listed, an offset never committed as 0.
+    pub(super) fn on_consume_stats(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header!(req, GetConsumeStatsRequestHeader);
+        let group = h.consumer_group.as_str();
+        let topics: Vec<String> = match h.topic.filter(|t| !t.is_empty()) {
+            Some(t) => vec![t],
+            None => self.offsets.get(group).map(|t| t.keys().cloned().collect()).unwrap_or_default(),
+        };
+        let subscribed = self.groups.get(group).map(|g| &g.subscriptions).filter(|s| !s.is_empty());
+        let mut body = ConsumeStatsBody::default();
+        for topic in topics {
+            let Some(&ti) = self.topic_index.get(&topic) else { continue };
+            if subscribed.is_some_and(|s| !s.contains_key(&topic)) {
+                continue;
+            }
+            for queue_id in 0..self.topics[ti].read_queue_nums {
+                let consumer_offset = self.committed_offset(group, &topic, queue_id).unwrap_or(0).max(0);
+                let last_timestamp = self
+                    .queue(&topic, queue_id)
+                    .and_then(|q| q.entry(consumer_offset - 1))
+                    .map_or(0, |e| e.store_timestamp);
+                let progress = OffsetWrapper {
+                    broker_offset: self.max_offset(&topic, queue_id),
+                    consumer_offset,
+                    pull_offset: consumer_offset,
+                    last_timestamp,
+                };
+                body.offset_table
+                    .push((MessageQueue::new(topic.as_str(), self.name.as_str(), queue_id), progress));
+            }
+        }
+        reply(req, ResponseCode::Success).with_body(body.encode())
+    }
+
+    /// CHECK_CLIENT_CONFIG: `ClientManageProcessor.checkClientConfig`. A body that does not
+    /// decode fails as the broker's deserialisation does; every expression is accepted (the
+    /// simulator filters by tag only and delivers everything to SQL92 subscriptions).
+    pub(super) fn on_check_client(&self, req: &RemotingCommand) -> RemotingCommand {
+        // No body: nothing to check, and the broker says so with SUCCESS.
+        if req.body.is_empty() {
+            return reply(req, ResponseCode::Success);
+        }
+        match json_body::<CheckClientRequestBody>(req) {
+            Ok(_) => reply(req, ResponseCode::Success),
+            Err(answer) => answer,
+        }
+    }
+
     /// GET_MAX_OFFSET (0 for an unknown queue, like the store).
     pub(super) fn on_max_offset(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header!(req, GetMaxOffsetRequestHeader);
@@ -282,6 +341,14 @@ impl SimBroker {
             Ok(hb) => hb,
             Err(answer) => return answer,
         };
+        if self.config.deny_as_acl_v1 {
+            // 4.9.x's ACL 1.0 checks every subscription of a heartbeat: one denied topic
+            // refuses the whole heartbeat.
+            let subs = hb.consumer_data_set.iter().flat_map(|c| &c.subscription_data_set);
+            if let Some(s) = subs.into_iter().find(|s| self.config.deny_pull.contains(&s.topic)) {
+                return error(req, ResponseCode::SystemError, acl_v1_refusal(&s.topic));
+            }
+        }
         let fingerprint = hb.heartbeat_fingerprint;
         let mut sub_change = false;
         for cd in &hb.consumer_data_set {
@@ -664,4 +731,12 @@ fn json_body<T: JsonBody>(req: &RemotingCommand) -> Result<T, RemotingCommand> {
     T::decode(&req.body).map_err(|e| {
         error(req, ResponseCode::SystemError, format!("com.alibaba.fastjson.JSONException: {e}"))
     })
+}
+
+/// The remark 4.9.x's ACL 1.0 refuses with (an AclException answered as SYSTEM_ERROR).
+fn acl_v1_refusal(topic: &str) -> String {
+    format!(
+        "org.apache.rocketmq.acl.common.AclException: No default permission for topic:{topic}, \
+         org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm(PlainPermissionManager.java:610)"
+    )
 }

@@ -6,11 +6,11 @@ use super::*;
 use crate::message::decode_messages;
 use crate::producer::{dlq_topic, retry_topic, send_message_request};
 use crate::protocol::body::{
-    ConsumeFromWhere, ConsumeType, GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody,
+    ConsumeFromWhere, ConsumeStatsBody, ConsumeType, GetConsumerListByGroupResponseBody, HeartbeatData,
+    LockBatchRequestBody, LockBatchResponseBody,
 };
 use crate::protocol::header::{
-    BoundaryType, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader,
+    BoundaryType, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader, GetConsumeStatsRequestHeader,
     GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader, SendMessageResponseHeader, UnregisterClientRequestHeader,
@@ -446,6 +446,53 @@ fn max_min_and_search_offsets() {
     assert_eq!(search(&mut b, wall + 99_000, None), 5, "after the last: max");
     assert_eq!(search(&mut b, wall + 25_000, Some(BoundaryType::Upper)), 2);
     assert_eq!(b.max_offset("Nope", 0), 0);
+}
+
+#[test]
+fn consume_stats_list_every_queue_of_the_topics_a_group_has_offsets_for() {
+    let t = t0();
+    let mut b = broker(t);
+    b.create_topic("Other", 2);
+    produce_n(&mut b, "T", 0, 3, None, secs(t, 1));
+    let commit = UpdateConsumerOffsetRequestHeader {
+        consumer_group: G.into(),
+        topic: "T".into(),
+        queue_id: 0,
+        commit_offset: 2,
+        bname: None,
+    };
+    call(&mut b, C1, RemotingCommand::request(RequestCode::UpdateConsumerOffset).with_header(&commit), t);
+    let stats = |b: &mut SimBroker, topic: Option<&str>| {
+        let h = GetConsumeStatsRequestHeader { consumer_group: G.into(), topic: topic.map(Into::into) };
+        let a = call(b, C1, RemotingCommand::request(RequestCode::GetConsumeStats).with_header(&h), t);
+        assert_eq!(a.code, ResponseCode::Success as i32);
+        ConsumeStatsBody::decode(&a.body).unwrap().offset_table
+    };
+    let all = stats(&mut b, None);
+    assert_eq!(all.len(), 4, "every queue of T, none of Other: {all:?}");
+    let (mq, q0) = &all[0];
+    assert_eq!((mq.topic.as_ref(), mq.queue_id, q0.broker_offset, q0.consumer_offset), ("T", 0, 3, 2));
+    assert_eq!(q0.last_timestamp, b.messages("T", 0)[1].store_timestamp, "store time of offset 1");
+    assert!(all[1..].iter().all(|(_, w)| w.consumer_offset == 0 && w.last_timestamp == 0));
+    assert_eq!(stats(&mut b, Some("Other")).len(), 2, "a named topic: its queues, never committed");
+    assert!(stats(&mut b, Some("Nope")).is_empty(), "a topic the broker lacks");
+}
+
+#[test]
+fn the_wall_clock_follows_forward_steps_only() {
+    let t = t0();
+    let mut b = broker(t);
+    let start = b.wall_ms(t);
+    b.produce("T", 0, &Message::new("T", "before"), secs(t, 1));
+    // The host's wall clock stepped 10 s ahead of the monotonic clock.
+    b.follow_wall_clock(secs(t, 2), start + 12_000);
+    assert_eq!(b.wall_ms(secs(t, 2)), start + 12_000);
+    b.produce("T", 0, &Message::new("T", "after"), secs(t, 3));
+    // A step back is not followed: store timestamps stay ordered.
+    b.follow_wall_clock(secs(t, 4), start);
+    assert_eq!(b.wall_ms(secs(t, 4)), start + 14_000);
+    let stored: Vec<i64> = b.messages("T", 0).iter().map(|m| m.store_timestamp).collect();
+    assert_eq!(stored, [start + 1000, start + 13_000]);
 }
 
 fn send_back(offset: i64, delay_level: i32, max: Option<i32>) -> RemotingCommand {

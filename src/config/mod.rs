@@ -2,6 +2,8 @@
 //! Java's name and default, validated once when built ("parse, don't validate"), so
 //! [`Consumer::new`](crate::Consumer::new) cannot fail.
 
+mod by_name;
+
 use std::fmt;
 use std::time::Duration;
 
@@ -10,6 +12,8 @@ use crate::message::{DEFAULT_MAX_BODY_SIZE, DecodeOptions};
 use crate::protocol::body::{ConsumeFromWhere, MessageModel};
 use crate::protocol::{ExpressionType, SerializeType};
 use crate::rebalance::AllocateStrategy;
+
+pub use by_name::JAVA_KNOBS;
 
 /// A knob outside its allowed range.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +55,7 @@ pub struct ConsumerConfig {
     pub(crate) client_id: ClientId,
     pub(crate) name_servers: Vec<String>,
     pub(crate) namespace: Option<String>,
+    pub(crate) credentials: Option<crate::codec::Credentials>,
     pub(crate) message_model: MessageModel,
     pub(crate) consume_mode: ConsumeMode,
     pub(crate) consume_from_where: ConsumeFromWhere,
@@ -110,6 +115,8 @@ getters! {
     name_servers: Vec<String>;
     /// `namespace`.
     namespace: Option<String>;
+    /// ACL credentials (Java: an `AclClientRPCHook` with `SessionCredentials`), default none.
+    credentials: Option<crate::codec::Credentials>;
     /// `messageModel`, default CLUSTERING.
     message_model: MessageModel;
     /// Concurrent or orderly listener.
@@ -267,6 +274,7 @@ impl ConsumerConfigBuilder {
                 client_id: ClientId::from_raw("127.0.0.1@DEFAULT"),
                 name_servers: Vec::new(),
                 namespace: None,
+                credentials: None,
                 message_model: MessageModel::Clustering,
                 consume_mode: ConsumeMode::Concurrently,
                 consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
@@ -322,6 +330,13 @@ impl ConsumerConfigBuilder {
     /// `namespace`: topics and groups travel as `namespace%name`; messages come back without it.
     pub fn namespace(mut self, ns: impl Into<String>) -> Self {
         self.c.namespace = Some(ns.into()).filter(|n: &String| !n.is_empty());
+        self
+    }
+
+    /// ACL credentials: every request is signed as Java's `AclClientRPCHook(new
+    /// SessionCredentials(accessKey, secretKey))` signs it. Default none.
+    pub fn credentials(mut self, c: crate::codec::Credentials) -> Self {
+        self.c.credentials = Some(c);
         self
     }
 
@@ -425,6 +440,22 @@ impl ConsumerConfigBuilder {
         for (d, knob) in positive {
             if d.is_zero() {
                 return Err(bad(knob, &format!("{d:?}"), "> 0"));
+            }
+        }
+        // Every duration becomes a deadline `now + d`: one past what an Instant holds would
+        // panic there, so none may exceed a week (Java has no bound; none of its defaults
+        // comes near one). suspendCurrentQueueTimeMillis is clamped below, as Java clamps it.
+        let week = Duration::from_secs(7 * 24 * 3600);
+        let durations = [
+            (c.consume_timeout, "consumeTimeout"),
+            (c.await_termination_when_shutdown, "awaitTerminationMillisWhenShutdown"),
+            (c.pull_time_delay_when_flow_control, "pullTimeDelayMillsWhenFlowControl"),
+            (c.broker_suspend_max_time, "brokerSuspendMaxTimeMillis"),
+            (c.send_back_local_retry_delay, "sendBackLocalRetryDelay"),
+        ];
+        for (d, knob) in durations.into_iter().chain(positive) {
+            if d > week {
+                return Err(bad(knob, &format!("{d:?}"), "<= 7 days"));
             }
         }
         if c.consumer_timeout_when_suspend <= c.broker_suspend_max_time {
