@@ -29,13 +29,6 @@ impl Runtime for AsyncStd {
         Ok(())
     }
 
-    fn unblock<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> impl Future<Output = T> + Send {
-        async_std::task::spawn_blocking(f)
-    }
-
     fn timer(&self, at: Instant) -> Self::Timer {
         Box::pin(async_std::task::sleep(at.saturating_duration_since(Instant::now())))
     }

@@ -1,8 +1,8 @@
 //! # rocketmq-push-blocking
 //!
-//! An Apache RocketMQ push consumer on plain threads: the `rocketmq-push-core` state machine
-//! driven by one thread, with one reader and one writer thread per connection and a fixed pool
-//! of `consumeThreadMin` threads running the listener.
+//! An Apache RocketMQ push consumer for code without an async runtime: the `rocketmq-push-core`
+//! state machine and every connection driven by one thread of its own, and up to
+//! `consumeThreadMin` threads running the (blocking) listener.
 //!
 //! ```no_run
 //! use rocketmq_push_blocking::{ConsumeStatus, PushConsumer};
@@ -12,9 +12,12 @@
 //!     .subscribe("TopicA", "*")
 //!     .listener(|msgs, _ctx| {
 //!         for m in msgs {
-//!             println!("{} {:?}", m.msg_id(), m.body);
+//!             // `?` works: an `Err` (here, a body that is not a number) is RECONSUME_LATER,
+//!             // logged with its message.
+//!             let amount: u64 = std::str::from_utf8(&m.body)?.trim().parse()?;
+//!             println!("{} {amount}", m.msg_id());
 //!         }
-//!         ConsumeStatus::Success
+//!         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ConsumeStatus::Success)
 //!     })
 //!     .start()?;
 //! // … later: drain in-flight batches, commit offsets, unregister.
@@ -24,13 +27,7 @@
 
 mod runtime;
 
-use std::sync::Arc;
-
-pub use rocketmq_push_core::{
-    Command, ConsumeContext, ConsumeFromWhere, ConsumeResult, ConsumeStatus, Event, MessageExt, MessageModel,
-    MessageQueue,
-};
-pub use rocketmq_push_io::StartError;
+pub use rocketmq_push_io::api::*;
 use rocketmq_push_io::run::{self, Handle};
 use rocketmq_push_io::{ConsumerOptions, forward_options};
 
@@ -47,21 +44,23 @@ pub struct Builder {
 impl Builder {
     forward_options!();
 
-    /// The listener (`MessageListenerConcurrently`), run on `consumeThreadMin` threads. A panic
-    /// counts as RECONSUME_LATER.
-    pub fn listener(
+    /// The listener (`MessageListenerConcurrently`), run on `consumeThreadMin` threads. It
+    /// returns a `ConsumeStatus` (with what it set in `ctx`), a full `ConsumeResult`, or either
+    /// in a `Result`, so `?` works: an `Err`, like a panic, counts as RECONSUME_LATER and is
+    /// logged.
+    pub fn listener<R: ListenerOutput>(
         mut self,
-        f: impl Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync + 'static,
+        f: impl Fn(&[MessageExt], &mut ConsumeContext) -> R + Send + Sync + 'static,
     ) -> Self {
-        self.listener = Some(Arc::new(f));
+        self.listener = Some(rocketmq_push_io::sync_listener(f));
         self
     }
 
     /// An orderly listener (`MessageListenerOrderly`): one batch per queue at a time, in offset
     /// order, under a broker lock. Return `SuspendCurrentQueueAMoment` to retry the batch later.
-    pub fn orderly_listener(
+    pub fn orderly_listener<R: ListenerOutput>(
         self,
-        f: impl Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync + 'static,
+        f: impl Fn(&[MessageExt], &mut ConsumeContext) -> R + Send + Sync + 'static,
     ) -> Self {
         self.listener(f).orderly()
     }
@@ -70,7 +69,7 @@ impl Builder {
     /// events (and logged) and retried, not returned here.
     pub fn start(self) -> Result<PushConsumer, StartError> {
         let listener = self.listener.ok_or(StartError::NoListener)?;
-        let handle = run::start(runtime::Threads, self.options, run::Listener::Sync(listener))?;
+        let handle = run::start(runtime::new(), self.options, run::Listener::Sync(listener))?;
         Ok(PushConsumer { handle })
     }
 }

@@ -39,7 +39,8 @@ impl Cluster {
         let out = c.output(&["env"]);
         for line in out.lines() {
             if let Some((k, v)) = line.trim_start_matches("export ").split_once('=') {
-                c.addrs.insert(k.to_owned(), v.to_owned());
+                // `env` quotes values for `eval` ("a;b" with two name servers).
+                c.addrs.insert(k.to_owned(), v.trim_matches('"').to_owned());
             }
         }
         c

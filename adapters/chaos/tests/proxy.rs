@@ -51,7 +51,7 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 /// A call on a connection the proxy cut: an I/O error (RST) or a plain close.
 fn assert_cut<T: std::fmt::Debug>(r: Result<T, ClientError>) {
     match r {
-        Err(ClientError::Io(_) | ClientError::Closed) => {}
+        Err(ClientError::Io(_) | ClientError::Closed | ClientError::ClosedUnanswered) => {}
         other => panic!("expected a cut connection, got {other:?}"),
     }
 }

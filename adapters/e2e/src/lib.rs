@@ -21,7 +21,10 @@ use rocketmq_push_io::{Client, Producer};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
+    /// RECONSUME_LATER.
     Later,
+    /// The listener returns an `Err` (RECONSUME_LATER, reported).
+    Fail,
     Panic,
 }
 
@@ -112,17 +115,18 @@ impl Spec {
     }
 
     /// A listener's answer for a batch: every message handled; RECONSUME_LATER if any says
-    /// `Later`; a panic where one says `Panic`.
-    pub fn verdict(&self, msgs: &[MessageExt], queue: &MessageQueue) -> ConsumeStatus {
-        let mut status = ConsumeStatus::Success;
+    /// `Later`; an `Err` if any says `Fail`; a panic where one says `Panic`.
+    pub fn verdict(&self, msgs: &[MessageExt], queue: &MessageQueue) -> Result<ConsumeStatus, String> {
+        let (mut status, mut failed) = (ConsumeStatus::Success, None);
         for m in msgs {
             match self.handle(m, queue) {
                 Outcome::Ok => {}
                 Outcome::Later => status = ConsumeStatus::ReconsumeLater,
+                Outcome::Fail => failed = Some(format!("fails on purpose at offset {}", m.queue_offset)),
                 Outcome::Panic => panic!("listener panics on purpose at offset {}", m.queue_offset),
             }
         }
-        status
+        failed.map_or(Ok(status), Err)
     }
 }
 
@@ -178,6 +182,21 @@ pub enum Env {
     Sim(SimServer),
 }
 
+/// A connection to the real broker, signed when ACL credentials are in the environment
+/// (`ROCKETMQ_ACCESS_KEY` / `ROCKETMQ_SECRET_KEY`) and over TLS when `ROCKETMQ_TLS` /
+/// `ROCKETMQ_TLS_CA` ask for it, as the consumers under test are.
+fn client(addr: &str) -> Client {
+    Client::connect_with(addr, T, &transport())
+        .unwrap()
+        .with_credentials(rocketmq_push_io::credentials_from_env())
+}
+
+fn transport() -> rocketmq_push_io::Transport {
+    rocketmq_push_io::Transport::with_tls(
+        rocketmq_push_io::Tls::from_env().expect("ROCKETMQ_TLS_CA readable"),
+    )
+}
+
 impl Env {
     /// The real broker from the environment, or `None` (skipped) unless `RMQ_REQUIRE_BROKER=1`.
     pub fn real() -> Option<Self> {
@@ -215,23 +234,36 @@ impl Env {
 
     pub fn create_topic(&self, topic: &str, queues: i32) {
         match self {
-            Self::Real { broker, .. } => {
-                Client::connect(broker, T).unwrap().create_topic(topic, queues).unwrap()
-            }
+            Self::Real { broker, .. } => client(broker).create_topic(topic, queues).unwrap(),
             Self::Sim(s) => s.create_topic(topic, queues),
         }
     }
 
-    pub fn produce(&self, msgs: Vec<Message>) {
+    /// Store `msgs`; answers how many sends were tried again (each may have stored a copy).
+    pub fn produce(&self, msgs: Vec<Message>) -> usize {
         match self {
             Self::Real { name_server, .. } => {
-                let mut p = Producer::new(name_server, T);
+                let mut p = Producer::new(name_server, T)
+                    .with_credentials(rocketmq_push_io::credentials_from_env())
+                    .with_transport(transport());
+                let mut resent = 0;
                 for m in msgs {
-                    p.send(m).unwrap();
+                    // As Java's producer (retryTimesWhenSendFailed = 2): a dropped connection
+                    // is reopened and the send tried again. A resend may store the message
+                    // twice, at another offset; the scenarios count repeats by offset.
+                    let mut tries = 0;
+                    while let Err(e) = p.send(m.clone()) {
+                        tries += 1;
+                        assert!(tries <= 2, "send failed 3 times: {e}");
+                        eprintln!("    note: send failed ({e}); retrying");
+                    }
+                    resent += tries;
                 }
+                resent
             }
             Self::Sim(s) => {
                 s.produce(msgs);
+                0
             }
         }
     }
@@ -240,7 +272,7 @@ impl Env {
     pub fn committed(&self, group: &str, topic: &str, queues: i32) -> BTreeMap<i32, Option<i64>> {
         match self {
             Self::Real { broker, .. } => {
-                let mut c = Client::connect(broker, T).unwrap();
+                let mut c = client(broker);
                 (0..queues)
                     .map(|q| (q, c.query_offset(group, &MessageQueue::new(topic, "broker-a", q)).unwrap()))
                     .collect()
@@ -253,7 +285,7 @@ impl Env {
     pub fn dead_lettered(&self, group: &str) -> BTreeSet<String> {
         match self {
             Self::Real { broker, .. } => {
-                let mut c = Client::connect(broker, T).unwrap();
+                let mut c = client(broker);
                 let q = MessageQueue::new(format!("%DLQ%{group}").as_str(), "broker-a", 0);
                 let mut out = BTreeSet::new();
                 let mut offset = 0;
@@ -297,12 +329,20 @@ fn msgs(topic: &str, n: usize, tag: impl Fn(usize) -> Option<&'static str>) -> (
 }
 
 /// Wait (polling) until `done`, or panic with `what` after `limit`.
-pub fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+pub fn wait(limit: Duration, what: &str, done: impl FnMut() -> bool) {
+    assert!(waited(limit, done), "timed out waiting for: {what}");
+}
+
+/// Poll `done` until it holds (true) or `limit` passes (false).
+fn waited(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 type Scenario = fn(&dyn Adapter, &Env);
@@ -380,17 +420,20 @@ fn consume_commit_restart(a: &dyn Adapter, env: &Env) {
     let (topic, group) = (unique("e2e_bulk"), unique("g_bulk"));
     env.create_topic(&topic, 8);
     let (batch, keys) = msgs(&topic, 10_000, |_| None);
-    env.produce(batch);
+    // A resent message may be stored twice, at two offsets: each stored copy counts once.
+    let stored = keys.len() + env.produce(batch);
     let spec = Spec::new(&group, &topic);
     let c = a.start(&env.name_server(), &spec);
     wait(Duration::from_secs(120), "10,000 consumed", || spec.recorder.keys().len() >= keys.len());
     c.shutdown();
     let all = spec.recorder.all();
     assert_eq!(spec.recorder.keys(), keys.iter().cloned().collect::<BTreeSet<_>>(), "every message");
-    assert_eq!(all.len(), keys.len(), "no duplicates in a quiet run");
+    let offsets: BTreeSet<(i32, i64)> = all.iter().map(|r| (r.queue.queue_id, r.offset)).collect();
+    assert_eq!(offsets.len(), all.len(), "no duplicates in a quiet run");
+    assert!(all.len() <= stored, "{} delivered of {stored} stored", all.len());
     let committed = env.committed(&group, &topic, 8);
     let total: i64 = committed.values().map(|o| o.expect("committed after shutdown")).sum();
-    assert_eq!(total, 10_000, "offsets committed: {committed:?}");
+    assert!((10_000..=stored as i64).contains(&total), "offsets committed: {committed:?}");
     // Restart: only what arrives now is delivered.
     let (more, more_keys) = msgs(&topic, 100, |_| None);
     env.produce(more);
@@ -399,7 +442,12 @@ fn consume_commit_restart(a: &dyn Adapter, env: &Env) {
     wait(Duration::from_secs(60), "100 more consumed", || spec2.recorder.keys().len() >= 100);
     std::thread::sleep(Duration::from_millis(500));
     c.shutdown();
-    assert_eq!(spec2.recorder.keys(), more_keys.into_iter().collect::<BTreeSet<_>>(), "nothing re-delivered");
+    let more_keys: BTreeSet<String> = more_keys.into_iter().collect();
+    let got = spec2.recorder.keys();
+    assert!(got.is_superset(&more_keys), "the 100 new ones");
+    // Only a second stored copy of a resent message may come from before the restart.
+    let again = got.difference(&more_keys).count();
+    assert!(again <= stored - keys.len(), "{again} re-delivered after the restart");
 }
 
 fn retry_then_dlq(a: &dyn Adapter, env: &Env) {
@@ -412,10 +460,13 @@ fn retry_then_dlq(a: &dyn Adapter, env: &Env) {
     let mut spec = Spec::new(&group, &topic);
     spec.max_reconsume = 2;
     let (al, on) = (always.clone(), once.clone());
+    // The "once" ones fail with an `Err` (the `?` path), the "always" ones answer RECONSUME_LATER.
     spec.decide = Arc::new(move |m| {
         let k = m.msg_id();
-        if al.contains(&*k) || (on.contains(&*k) && m.reconsume_times == 0) {
+        if al.contains(&*k) {
             Outcome::Later
+        } else if on.contains(&*k) && m.reconsume_times == 0 {
+            Outcome::Fail
         } else {
             Outcome::Ok
         }
@@ -509,7 +560,7 @@ fn tag_filter(a: &dyn Adapter, env: &Env) {
 fn from_timestamp(a: &dyn Adapter, env: &Env) {
     let (topic, group) = (unique("e2e_ts"), unique("g_ts"));
     env.create_topic(&topic, 2);
-    let (old, _) = msgs(&topic, 20, |_| None);
+    let (old, old_keys) = msgs(&topic, 20, |_| None);
     env.produce(old);
     std::thread::sleep(Duration::from_millis(1500));
     let cut = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
@@ -523,14 +574,22 @@ fn from_timestamp(a: &dyn Adapter, env: &Env) {
     // from the start, as Java does (adapters/oracle checks that); this checks the timestamp.
     spec.skip_history = true;
     let c = a.start(&env.name_server(), &spec);
-    wait(Duration::from_secs(60), "messages after the timestamp", || spec.recorder.keys().len() >= 20);
+    if !waited(Duration::from_secs(60), || spec.recorder.keys().len() >= 20) {
+        let got: Vec<(i32, i64)> = spec.recorder.all().iter().map(|r| (r.queue.queue_id, r.offset)).collect();
+        c.shutdown();
+        panic!(
+            "timed out waiting for the messages after the timestamp {cut}: got (queue, offset) {got:?}; events: {:?}",
+            spec.recorder.events()
+        );
+    }
     std::thread::sleep(Duration::from_millis(500));
     c.shutdown();
-    assert_eq!(
-        spec.recorder.keys(),
-        new_keys.into_iter().collect::<BTreeSet<_>>(),
-        "only what was stored after it"
-    );
+    // A 4.x broker has no opt-out: it answers 0 for a new group on a young queue whatever the
+    // client asks, so the history comes too (Java's consumer reads the same there).
+    let v4 = !env.is_sim() && std::env::var("RMQ_SERVER_VERSION").is_ok_and(|v| v.starts_with("4."));
+    let want: BTreeSet<String> =
+        if v4 { old_keys.into_iter().chain(new_keys).collect() } else { new_keys.into_iter().collect() };
+    assert_eq!(spec.recorder.keys(), want, "only what was stored after it (4.x: everything)");
 }
 
 fn panicking_listener(a: &dyn Adapter, env: &Env) {
@@ -605,7 +664,11 @@ fn orderly_two_members(a: &dyn Adapter, env: &Env) {
     env.create_topic(&topic, 8);
     let mut sa = Spec::new(&group, &topic);
     sa.orderly = true;
-    // A little work per message, so that the member leaves while both are consuming.
+    // A little blocking work per message, so that b leaves while both are busy and a queue's
+    // next pull is on its way when its final offset update is sent. The broker runs pulls and
+    // updates on separate pools and may apply that pull's commit last; with locks a pull carries
+    // a commit only when its queue is caught up, so that cannot move the offset back (before
+    // that rule: one pull replayed in about 3 runs of 4).
     sa.decide = Arc::new(|_| {
         std::thread::sleep(Duration::from_millis(1));
         Outcome::Ok
@@ -618,7 +681,14 @@ fn orderly_two_members(a: &dyn Adapter, env: &Env) {
     let total = || sa.recorder.all().len() + sb.recorder.all().len();
     // Produce while both consume; b leaves in the middle of it.
     let left_at = std::thread::scope(|scope| {
-        scope.spawn(|| env.produce(batch));
+        // Paced (100 at a time, 10 ms apart: about a second) so that b leaves mid-run
+        // against the fast in-process simulator too.
+        scope.spawn(|| {
+            for chunk in batch.chunks(100) {
+                env.produce(chunk.to_vec());
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
         wait(Duration::from_secs(120), "both consume", || {
             total() >= 3000 && !sa.recorder.all().is_empty() && !sb.recorder.all().is_empty()
         });
@@ -645,13 +715,43 @@ fn orderly_two_members(a: &dyn Adapter, env: &Env) {
     }
     let queues_a: BTreeSet<MessageQueue> = sa.recorder.all().into_iter().map(|r| r.queue).collect();
     assert_eq!(queues_a.len(), 8, "a consumed every queue in the end");
-    let dups = total() - want.len();
+    // Repeats by (queue, offset): what a consumer delivered twice (a producer's resend is
+    // another offset, not a repeat).
+    let distinct: BTreeSet<(MessageQueue, i64)> =
+        sa.recorder.all().into_iter().chain(sb.recorder.all()).map(|r| (r.queue, r.offset)).collect();
+    let dups = total() - distinct.len();
     eprintln!(
         "    orderly: b left after {left_at} consumed (b had {}); a {} in total; {dups} duplicates",
         sb.recorder.all().len(),
         sa.recorder.all().len()
     );
-    assert_eq!(dups, 0, "b persisted before unlocking: a replays nothing");
+    if dups > 0 {
+        // Which queues and offsets came twice, and what b saw of its locks and shutdown: the
+        // facts a rare failure here needs.
+        // (queue, offset) -> how many times a and b saw it.
+        let mut seen: BTreeMap<(i32, i64), (usize, usize)> = BTreeMap::new();
+        for r in sa.recorder.all() {
+            seen.entry((r.queue.queue_id, r.offset)).or_default().0 += 1;
+        }
+        for r in sb.recorder.all() {
+            seen.entry((r.queue.queue_id, r.offset)).or_default().1 += 1;
+        }
+        // queue -> (first, last offset, count, times seen by a, by b)
+        let mut twice: BTreeMap<i32, (i64, i64, usize, usize, usize)> = BTreeMap::new();
+        for ((q, o), (na, nb)) in seen.into_iter().filter(|(_, (a, b))| a + b > 1) {
+            let e = twice.entry(q).or_insert((o, o, 0, 0, 0));
+            e.0 = e.0.min(o);
+            e.1 = e.1.max(o);
+            e.2 += 1;
+            e.3 += na;
+            e.4 += nb;
+        }
+        let b_events: Vec<String> = sb.recorder.events().iter().map(|e| format!("{e:?}")).collect();
+        panic!(
+            "b persisted before unlocking, so a replays nothing; but {dups} came twice: \
+             (queue: first..last offset, count, seen by a, seen by b) {twice:?}\nb's events: {b_events:#?}"
+        );
+    }
 }
 
 /// The suite's tests for an async adapter (tokio, async-std, smol — they share one API): the
@@ -718,7 +818,7 @@ macro_rules! async_adapter_tests {
                                 let run = || s.verdict(&d.messages, d.queue());
                                 // A panic leaves the delivery unanswered: dropped, it is RECONSUME_LATER.
                                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-                                    Ok($crate::__ConsumeStatus::Success) => d.ack(),
+                                    Ok(Ok($crate::__ConsumeStatus::Success)) => d.ack(),
                                     Ok(_) => d.reconsume_later(),
                                     Err(_) => drop(d),
                                 }

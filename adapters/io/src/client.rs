@@ -7,21 +7,24 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
-use rocketmq_push_core::codec::{DecodeError, Outbound, RemotingCodec};
+use rocketmq_push_core::codec::{Credentials, DecodeError, Outbound, RemotingCodec};
 use rocketmq_push_core::message::MessageDecodeError;
 use rocketmq_push_core::message::{Message, MessageQueue, UniqIdGenerator, keys};
 use rocketmq_push_core::producer::{
     SendCompression, SendError, SendResult, send_message_request, send_result,
 };
 use rocketmq_push_core::protocol::body::{
-    BodyError, ConsumeStatsBody, GetConsumerListByGroupResponseBody, JsonBody, OffsetWrapper, TopicRouteData,
+    BodyError, CheckClientRequestBody, ConsumeStatsBody, GetConsumerListByGroupResponseBody, JsonBody,
+    OffsetWrapper, SubscriptionData, TopicRouteData,
 };
 use rocketmq_push_core::protocol::header::{
     CreateTopicRequestHeader, GetConsumeStatsRequestHeader, GetConsumerListByGroupRequestHeader,
-    GetMaxOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
-    QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use rocketmq_push_core::protocol::{Code, HeaderError, RemotingCommand, RequestCode, ResponseCode};
+
+use crate::transport::{Session, Transport};
 
 /// What went wrong talking to a server.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +42,10 @@ pub enum ClientError {
     /// The server closed the connection.
     #[error("connection closed by the server")]
     Closed,
+    /// The server closed the connection without answering anything: what a TLS-only port does
+    /// to a plain client.
+    #[error("connection closed by the server before it answered anything (a TLS-only port? enable TLS)")]
+    ClosedUnanswered,
     /// An error answer.
     #[error("error {code}: {remark}")]
     Broker {
@@ -74,6 +81,12 @@ impl ClientError {
 pub struct Client {
     addr: String,
     stream: TcpStream,
+    /// TLS on `stream`, when the transport asked for it.
+    tls: Option<Session>,
+    /// What one read takes from the socket.
+    chunk: Vec<u8>,
+    /// Anything arrived.
+    answered: bool,
     buf: BytesMut,
     codec: RemotingCodec,
     outbound: Outbound,
@@ -98,21 +111,58 @@ fn ok(cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
 impl Client {
     /// Connect to `addr` (`host:port`) within `timeout`; requests also time out after it.
     pub fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
+        Self::connect_with(addr, timeout, &Transport::default())
+    }
+
+    /// [`connect`](Self::connect) over `transport` (plain TCP or TLS; the TLS handshake is
+    /// part of the connect and shares its timeout).
+    pub fn connect_with(addr: &str, timeout: Duration, transport: &Transport) -> Result<Self, ClientError> {
         let sock = addr
             .to_socket_addrs()?
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("cannot resolve {addr}")))?;
         let stream = TcpStream::connect_timeout(&sock, timeout)?;
         stream.set_nodelay(true)?;
-        Ok(Self {
+        let mut client = Self {
             addr: addr.to_owned(),
             stream,
+            tls: transport.session(addr)?,
+            chunk: vec![0; 64 * 1024],
+            answered: false,
             buf: BytesMut::with_capacity(64 * 1024),
             codec: RemotingCodec::new(),
             outbound: Outbound::new(),
             next_opaque: 1,
             timeout,
-        })
+        };
+        client.handshake()?;
+        Ok(client)
+    }
+
+    fn handshake(&mut self) -> Result<(), ClientError> {
+        let Some(session) = self.tls.clone() else { return Ok(()) };
+        let deadline = Instant::now() + self.timeout;
+        let mut out = Vec::new();
+        let mut early = Vec::new();
+        loop {
+            out.clear();
+            session.outgoing(&mut out)?;
+            self.stream.write_all(&out)?;
+            if !session.is_handshaking() {
+                self.buf.extend_from_slice(&early);
+                return Ok(());
+            }
+            match self.read_some(deadline)? {
+                Some(n) => session.feed(&self.chunk[..n], &mut early)?,
+                None => return Err(Session::closed_in_handshake().into()),
+            };
+        }
+    }
+    /// Sign every request with `credentials` (ACL); `None` sends them unsigned.
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Option<Credentials>) -> Self {
+        self.outbound = Outbound::new().with_credentials(credentials);
+        self
     }
 
     /// The address.
@@ -124,7 +174,8 @@ impl Client {
     pub fn call(&mut self, cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
         let opaque = self.next_opaque;
         self.next_opaque = self.next_opaque.wrapping_add(1).max(1);
-        self.stream.write_all(&self.outbound.finish_to_bytes(&cmd.with_opaque(opaque)))?;
+        let frame = self.outbound.finish_to_bytes(&cmd.with_opaque(opaque));
+        self.write(&frame)?;
         let deadline = Instant::now() + self.timeout;
         loop {
             let frame = self.read_frame(deadline)?;
@@ -134,21 +185,55 @@ impl Client {
         }
     }
 
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match &self.tls {
+            None => self.stream.write_all(bytes),
+            Some(session) => {
+                let mut sealed = Vec::with_capacity(bytes.len() + 64);
+                session.encrypt(bytes, &mut sealed)?;
+                self.stream.write_all(&sealed)
+            }
+        }
+    }
+
+    /// One read from the socket into `chunk` before `deadline`; `None` at end of stream.
+    fn read_some(&mut self, deadline: Instant) -> Result<Option<usize>, ClientError> {
+        loop {
+            let left = deadline.checked_duration_since(Instant::now()).ok_or(ClientError::Timeout)?;
+            self.stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            return match self.stream.read(&mut self.chunk) {
+                Ok(0) => Ok(None),
+                Ok(n) => Ok(Some(n)),
+                // A signal arrived while waiting (a tool's Ctrl-C handler): not a failure.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    Err(ClientError::Timeout)
+                }
+                Err(e) => Err(e.into()),
+            };
+        }
+    }
+
     fn read_frame(&mut self, deadline: Instant) -> Result<RemotingCommand, ClientError> {
         loop {
             if let Some(cmd) = self.codec.decode(&mut self.buf).map_err(ClientError::Decode)? {
                 return Ok(cmd);
             }
-            let left = deadline.checked_duration_since(Instant::now()).ok_or(ClientError::Timeout)?;
-            self.stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-            let mut chunk = [0u8; 64 * 1024];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => return Err(ClientError::Closed),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                    return Err(ClientError::Timeout);
-                }
-                Err(e) => return Err(e.into()),
+            let closed = if self.answered { ClientError::Closed } else { ClientError::ClosedUnanswered };
+            let n = self.read_some(deadline)?.ok_or(closed)?;
+            self.answered = true;
+            let Some(session) = self.tls.clone() else {
+                self.buf.extend_from_slice(&self.chunk[..n]);
+                continue;
+            };
+            let mut plain = Vec::new();
+            let fed = session.feed(&self.chunk[..n], &mut plain)?;
+            self.buf.extend_from_slice(&plain);
+            if fed.wants_write {
+                self.write(&[])?;
+            }
+            if fed.closed && plain.is_empty() {
+                return Err(ClientError::Closed);
             }
         }
     }
@@ -165,6 +250,24 @@ impl Client {
     pub fn create_topic(&mut self, topic: &str, queues: i32) -> Result<(), ClientError> {
         let cmd = RemotingCommand::request(RequestCode::UpdateAndCreateTopic)
             .with_header(&CreateTopicRequestHeader::new(topic, queues));
+        ok(self.call(cmd)?).map(drop)
+    }
+
+    /// CHECK_CLIENT_CONFIG: whether the broker accepts `subscription`'s filter (Java's
+    /// `checkClientInBroker`, run by `start()` for every SQL92 subscription). A refusal is a
+    /// [`ClientError`] carrying the broker's code and remark.
+    pub fn check_client_config(
+        &mut self,
+        client_id: &str,
+        group: &str,
+        subscription: &SubscriptionData,
+    ) -> Result<(), ClientError> {
+        let body = CheckClientRequestBody {
+            client_id: client_id.to_owned(),
+            group: group.to_owned(),
+            subscription_data: subscription.clone(),
+        };
+        let cmd = RemotingCommand::request(RequestCode::CheckClientConfig).with_body(body.encode());
         ok(self.call(cmd)?).map(drop)
     }
 
@@ -216,6 +319,31 @@ impl Client {
         Ok(r.header::<OffsetResponseHeader>()?.offset)
     }
 
+    /// A queue's min offset (the first still stored).
+    pub fn min_offset(&mut self, queue: &MessageQueue) -> Result<i64, ClientError> {
+        let header = GetMinOffsetRequestHeader {
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            bname: Some(queue.broker_name.to_string()),
+        };
+        let r = ok(self.call(RemotingCommand::request(RequestCode::GetMinOffset).with_header(&header))?)?;
+        Ok(r.header::<OffsetResponseHeader>()?.offset)
+    }
+
+    /// The offset of the first message of `queue` stored at or after `timestamp` (ms since the
+    /// epoch); the max offset when none is.
+    pub fn search_offset(&mut self, queue: &MessageQueue, timestamp: i64) -> Result<i64, ClientError> {
+        let header = SearchOffsetRequestHeader {
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            timestamp,
+            boundary_type: None,
+            bname: Some(queue.broker_name.to_string()),
+        };
+        let cmd = RemotingCommand::request(RequestCode::SearchOffsetByTimestamp).with_header(&header);
+        Ok(ok(self.call(cmd)?)?.header::<OffsetResponseHeader>()?.offset)
+    }
+
     /// A group's live consumers.
     pub fn consumer_list(&mut self, group: &str) -> Result<Vec<String>, ClientError> {
         let header = GetConsumerListByGroupRequestHeader { consumer_group: group.to_owned() };
@@ -243,7 +371,8 @@ impl Client {
         Ok(ConsumeStatsBody::decode(&r.body)?.offset_table)
     }
 
-    /// One pull (no long poll) from `offset`: the messages found, and the next offset.
+    /// One pull (no long poll) from `offset`: the messages found, and the next offset. An error
+    /// answer other than the pull statuses (not found, retry, offset moved) is an error.
     pub fn pull(
         &mut self,
         group: &str,
@@ -269,10 +398,18 @@ impl Client {
             bname: Some(queue.broker_name.to_string()),
         };
         let r = self.call(RemotingCommand::request(RequestCode::PullMessage).with_header(&header))?;
-        let h: PullMessageResponseHeader = r.header()?;
+        // Nothing found, retry, offset moved: no messages, and where to go on. Anything else
+        // (no permission, no such group) is an error, not an empty queue.
+        let pull_status =
+            [ResponseCode::PullNotFound, ResponseCode::PullRetryImmediately, ResponseCode::PullOffsetMoved];
         if r.code != ResponseCode::Success as i32 {
+            if !pull_status.iter().any(|c| *c as i32 == r.code) {
+                return Err(ClientError::broker(Code::from_i32(r.code), r.remark_str()));
+            }
+            let h: PullMessageResponseHeader = r.header()?;
             return Ok((Vec::new(), h.next_begin_offset));
         }
+        let h: PullMessageResponseHeader = r.header()?;
         let msgs = decode_messages(&r.body, &DecodeOptions::default())?;
         Ok((msgs, h.next_begin_offset))
     }
@@ -306,6 +443,8 @@ pub struct Producer {
     routes: BTreeMap<String, (TopicRouteData, Vec<MessageQueue>)>,
     next: usize,
     ids: UniqIdGenerator,
+    credentials: Option<Credentials>,
+    transport: Transport,
     /// Compress bodies of at least 4 KiB with zlib, as Java's producer does (`None`: never).
     pub compression: Option<SendCompression>,
 }
@@ -330,14 +469,32 @@ impl Producer {
             routes: BTreeMap::new(),
             next: 0,
             ids: UniqIdGenerator::new(ip, std::process::id(), nanos),
+            credentials: None,
+            transport: Transport::default(),
             compression: Some(SendCompression::default()),
         }
+    }
+
+    /// Sign every request with `credentials` (ACL).
+    #[must_use]
+    pub fn with_credentials(mut self, credentials: Option<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Connect over `transport` (plain TCP or TLS).
+    #[must_use]
+    pub fn with_transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
     }
 
     /// The writable queues of `topic` (fetching its route once).
     pub fn queues(&mut self, topic: &str) -> Result<Vec<MessageQueue>, ClientError> {
         if !self.routes.contains_key(topic) {
-            let route = Client::connect(&self.name_server, self.timeout)?.route(topic)?;
+            let route = Client::connect_with(&self.name_server, self.timeout, &self.transport)?
+                .with_credentials(self.credentials.clone())
+                .route(topic)?;
             let queues = route.publish_queues(topic);
             self.routes.insert(topic.to_owned(), (route, queues));
         }
@@ -373,17 +530,66 @@ impl Producer {
             })?
             .to_owned();
         if !self.brokers.contains_key(&addr) {
-            let c = Client::connect(&addr, self.timeout)?;
+            let c = Client::connect_with(&addr, self.timeout, &self.transport)?
+                .with_credentials(self.credentials.clone());
             self.brokers.insert(addr.clone(), c);
         }
         let client = self.brokers.get_mut(&addr).expect("inserted above");
         match client.send(&msg, queue, self.compression) {
-            Err(e @ (ClientError::Io(_) | ClientError::Closed | ClientError::Timeout)) => {
+            Err(
+                e @ (ClientError::Io(_)
+                | ClientError::Closed
+                | ClientError::ClosedUnanswered
+                | ClientError::Timeout),
+            ) => {
                 // Drop the connection; the next send reconnects.
                 self.brokers.remove(&addr);
                 Err(e)
             }
             other => other,
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    extern "C" fn ignore(_: libc::c_int) {}
+
+    #[test]
+    fn a_signal_during_a_read_is_not_a_failure() {
+        // A handler installed without SA_RESTART, as a tool's Ctrl-C handler may be: a blocked
+        // read returns EINTR when the signal arrives.
+        // SAFETY: a zeroed sigaction is valid; the handler does nothing.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = ignore as *const () as usize;
+            libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // The server reads the request, then answers nothing for a while and closes.
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let _ = s.read(&mut [0u8; 512]);
+            std::thread::sleep(Duration::from_millis(400));
+        });
+        let (tid_tx, tid) = mpsc::channel();
+        let client = std::thread::spawn(move || {
+            // SAFETY: pthread_self has no preconditions.
+            tid_tx.send(unsafe { libc::pthread_self() }).unwrap();
+            let mut c = Client::connect(&addr, Duration::from_secs(5)).unwrap();
+            c.route("T")
+        });
+        let tid = tid.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        // SAFETY: the thread is alive (it is blocked in its read until the server closes).
+        assert_eq!(unsafe { libc::pthread_kill(tid, libc::SIGUSR1) }, 0);
+        let answer = client.join().unwrap();
+        server.join().unwrap();
+        assert!(matches!(answer, Err(ClientError::ClosedUnanswered)), "{answer:?}");
     }
 }

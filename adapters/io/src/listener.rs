@@ -1,6 +1,7 @@
 //! Running user code.
 
 use std::any::Any;
+use std::fmt::Display;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -8,36 +9,92 @@ use std::sync::Arc;
 
 use rocketmq_push_core::{ConsumeContext, ConsumeResult, ConsumeStatus, MessageExt, Messages};
 
-/// A synchronous listener: the messages of one batch and a context it may set (`ackIndex`,
-/// delay level, orderly suspend time); returns the status.
-pub type SyncListener = Arc<dyn Fn(&[MessageExt], &mut ConsumeContext) -> ConsumeStatus + Send + Sync>;
+/// What a listener may return: a [`ConsumeStatus`], a full [`ConsumeResult`], or either inside a
+/// `Result`, so that `?` works in a listener. An `Err` counts as RECONSUME_LATER (as an exception
+/// thrown from Java's `consumeMessage` does) and its message is logged with the batch.
+pub trait ListenerOutput: Send + 'static {
+    /// The batch's result; `status` turns a bare status into one (for a blocking listener, with
+    /// what it set in its context). `Err` says why the listener failed.
+    fn into_result(
+        self,
+        status: impl FnOnce(ConsumeStatus) -> ConsumeResult,
+    ) -> Result<ConsumeResult, String>;
+}
 
-/// A listener's future, boxed.
-pub type BoxFuture = Pin<Box<dyn Future<Output = ConsumeResult> + Send>>;
+impl ListenerOutput for ConsumeStatus {
+    fn into_result(self, status: impl FnOnce(Self) -> ConsumeResult) -> Result<ConsumeResult, String> {
+        Ok(status(self))
+    }
+}
 
-/// An async listener with its types erased: what the tokio and async-std adapters run.
+impl ListenerOutput for ConsumeResult {
+    fn into_result(self, _: impl FnOnce(ConsumeStatus) -> Self) -> Result<Self, String> {
+        Ok(self)
+    }
+}
+
+impl<T: ListenerOutput, E: Display + Send + 'static> ListenerOutput for Result<T, E> {
+    fn into_result(
+        self,
+        status: impl FnOnce(ConsumeStatus) -> ConsumeResult,
+    ) -> Result<ConsumeResult, String> {
+        match self {
+            Ok(t) => t.into_result(status),
+            Err(e) => Err(format!("returned an error: {e}")),
+        }
+    }
+}
+
+/// A synchronous listener with its answer type erased: the messages of one batch and a context
+/// it may set (`ackIndex`, delay level, orderly suspend time); `Err` = it failed, and why.
+pub type SyncListener =
+    Arc<dyn Fn(&[MessageExt], &mut ConsumeContext) -> Result<ConsumeResult, String> + Send + Sync>;
+
+/// Erase the answer type of a blocking listener.
+pub fn sync_listener<F, R>(f: F) -> SyncListener
+where
+    F: Fn(&[MessageExt], &mut ConsumeContext) -> R + Send + Sync + 'static,
+    R: ListenerOutput,
+{
+    Arc::new(move |m, ctx| f(m, ctx).into_result(|s| ctx.result(s)))
+}
+
+/// A listener's future, boxed, its answer erased as in [`SyncListener`].
+pub type BoxFuture = Pin<Box<dyn Future<Output = Result<ConsumeResult, String>> + Send>>;
+
+/// An async listener with its types erased: what the async adapters run.
 pub type AsyncListener = Arc<dyn Fn(Messages, ConsumeContext) -> BoxFuture + Send + Sync>;
 
-/// Erase the types of an async listener returning a `ConsumeStatus` or a `ConsumeResult`.
+/// Erase the types of an async listener returning any [`ListenerOutput`].
 pub fn async_listener<F, Fut, R>(f: F) -> AsyncListener
 where
     F: Fn(Messages, ConsumeContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R> + Send + 'static,
-    R: Into<ConsumeResult>,
+    R: ListenerOutput,
 {
     Arc::new(move |m, c| {
         let fut = f(m, c);
-        Box::pin(async move { fut.await.into() })
+        // The context went to the listener: a bare status keeps Java's defaults.
+        Box::pin(async move { fut.await.into_result(ConsumeResult::from_status) })
     })
 }
 
-/// Run `f`; a panic counts as RECONSUME_LATER (as a thrown exception does in Java) and its
-/// message is returned so the adapter can report it. The worker survives, so the pool keeps its
-/// size.
-pub fn guarded(f: impl FnOnce() -> ConsumeResult) -> (ConsumeResult, Option<String>) {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => (r, None),
-        Err(p) => (ConsumeResult::from_status(ConsumeStatus::ReconsumeLater), Some(panic_message(&*p))),
+/// Run `f`; a panic or an `Err` counts as RECONSUME_LATER (as a thrown exception does in
+/// Java), and why is returned so the adapter can report it. The worker survives, so the pool
+/// keeps its size.
+pub fn guarded(f: impl FnOnce() -> Result<ConsumeResult, String>) -> (ConsumeResult, Option<String>) {
+    settled(catch_unwind(AssertUnwindSafe(f)))
+}
+
+/// What a listener call that ended (answered, failed or panicked) gives the core, and why it
+/// failed.
+pub(crate) fn settled(
+    ended: std::thread::Result<Result<ConsumeResult, String>>,
+) -> (ConsumeResult, Option<String>) {
+    match ended {
+        Ok(Ok(r)) => (r, None),
+        Ok(Err(why)) => (ConsumeResult::LATER, Some(why)),
+        Err(p) => (ConsumeResult::LATER, Some(panic_message(&*p))),
     }
 }
 
@@ -46,7 +103,8 @@ pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "listener panicked".to_owned())
+        .map(|m| format!("panicked: {m}"))
+        .unwrap_or_else(|| "panicked".to_owned())
 }
 
 #[cfg(test)]
@@ -54,11 +112,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_panic_is_reconsume_later() {
-        let (r, p) = guarded(|| panic!("boom {}", 1));
-        assert_eq!(r.status, ConsumeStatus::ReconsumeLater);
-        assert_eq!(p.as_deref(), Some("boom 1"));
-        let (r, p) = guarded(|| ConsumeResult::SUCCESS);
-        assert_eq!((r, p), (ConsumeResult::SUCCESS, None));
+    fn a_panic_or_an_error_is_reconsume_later_and_says_why() {
+        let (r, why) = guarded(|| panic!("boom {}", 1));
+        assert_eq!((r, why.as_deref()), (ConsumeResult::LATER, Some("panicked: boom 1")));
+        let (r, why) = guarded(|| Ok(ConsumeResult::SUCCESS));
+        assert_eq!((r, why), (ConsumeResult::SUCCESS, None));
+        let failing = |n: &str| -> Result<ConsumeStatus, std::num::ParseIntError> {
+            n.parse::<u8>()?;
+            Ok(ConsumeStatus::Success)
+        };
+        let (r, why) = guarded(|| failing("x").into_result(ConsumeResult::from_status));
+        assert_eq!(r, ConsumeResult::LATER);
+        assert_eq!(why.as_deref(), Some("returned an error: invalid digit found in string"));
+        let (r, _) = guarded(|| failing("7").into_result(ConsumeResult::from_status));
+        assert_eq!(r, ConsumeResult::SUCCESS);
+    }
+
+    #[test]
+    fn a_blocking_listener_s_context_goes_with_a_bare_status_only() {
+        let mut ctx = ConsumeContext {
+            queue: rocketmq_push_core::MessageQueue::new("T", "b", 0),
+            kind: rocketmq_push_core::BatchKind::Concurrent,
+            ack_index: None,
+            delay_level: 0,
+            suspend_millis: None,
+        };
+        let set = sync_listener(|_, ctx: &mut ConsumeContext| {
+            ctx.ack_index = Some(0);
+            Ok::<_, String>(ConsumeStatus::Success)
+        });
+        assert_eq!(set(&[], &mut ctx).unwrap().ack_index, Some(0));
+        let full = sync_listener(|_, ctx: &mut ConsumeContext| {
+            ctx.ack_index = Some(0);
+            ConsumeResult::SUCCESS
+        });
+        assert_eq!(full(&[], &mut ctx).unwrap(), ConsumeResult::SUCCESS, "a full result is taken as is");
     }
 }

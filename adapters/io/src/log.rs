@@ -22,6 +22,9 @@ pub fn log_event(e: &Event) {
         Event::TopicNotFound { topic } => {
             tracing::warn!(%topic, "topic not found on the name server; retrying")
         }
+        Event::TopicRefused { topic, peer, code, remark } => {
+            tracing::error!(%topic, %peer, %code, %remark, "no permission to consume this topic: retrying every 30 s")
+        }
         Event::OffsetMoved { queue, from, to } => {
             tracing::warn!(?queue, from, to, "offset moved by the broker")
         }
@@ -60,6 +63,7 @@ pub fn cause(e: &Event) -> Option<String> {
         Event::Malformed { peer, request, .. } => format!("unreadable {request} frame from {peer}"),
         Event::RequestTimeout { peer, request } => format!("{request} to {peer} timed out"),
         Event::TopicNotFound { topic } => format!("topic {topic} not found"),
+        Event::TopicRefused { topic, .. } => format!("topic {topic} refused"),
         Event::CorruptPull { queue, .. } => format!("unreadable pull from {queue:?}"),
         Event::RecordsOutOfRange { queue, .. } => format!("records out of range from {queue:?}"),
         Event::ConsumeTimeout { queue, .. } => format!("consume timeouts on {queue:?}"),
@@ -69,6 +73,7 @@ pub fn cause(e: &Event) -> Option<String> {
         Event::ConnectionLost { peer, reason } => {
             let kind = match reason {
                 DisconnectReason::Closed => "closed by the peer",
+                DisconnectReason::ClosedUnanswered => "closed unanswered",
                 DisconnectReason::Io(_) => "i/o error",
                 DisconnectReason::ConnectFailed(_) => "connect failed",
                 DisconnectReason::BackingOff => "backing off",

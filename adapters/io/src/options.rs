@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::{
     BatchId, ClientId, Command, ConfigError, ConsumeFromWhere, ConsumeMode, ConsumeResult, Consumer,
-    ConsumerConfig, ConsumerConfigBuilder, Driver, Event, MessageModel, MessageQueue,
+    ConsumerConfig, ConsumerConfigBuilder, Credentials, Driver, Event, MessageModel, MessageQueue,
 };
 
 use crate::{OffsetFile, Repeats, client_id, log_event, stable_client_id};
@@ -17,8 +17,9 @@ pub const LOG_WINDOW: Duration = Duration::from_secs(10);
 /// Called with every event (after it is logged).
 pub type EventHook = Arc<dyn Fn(&Event) + Send + Sync>;
 
-/// Why a consumer could not start.
+/// Why a consumer could not start. More causes may come: match with a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// A setting is invalid; the message names the Java knob and the allowed range.
     #[error(transparent)]
@@ -32,6 +33,10 @@ pub enum StartError {
     /// The runtime refused (e.g. no thread could be spawned, or no tokio runtime is running).
     #[error("runtime: {0}")]
     Runtime(String),
+    /// TLS was asked for (by `.tls(…)` or `ROCKETMQ_TLS`/`ROCKETMQ_TLS_CA`) and cannot be set
+    /// up: an unreadable CA file, or a build without the `tls` feature.
+    #[error("{0}")]
+    Tls(String),
 }
 
 /// Settings common to every adapter's builder.
@@ -42,6 +47,8 @@ pub struct ConsumerOptions {
     offset_file: Option<PathBuf>,
     on_event: Option<EventHook>,
     client_id: Option<ClientId>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::Tls>,
 }
 
 impl std::fmt::Debug for ConsumerOptions {
@@ -65,6 +72,8 @@ pub struct Prepared {
     pub consume_threads: usize,
     /// Repeats of one cause in the log, grouped per 10 s.
     pub repeats: Repeats,
+    /// Plain TCP or TLS.
+    pub transport: crate::Transport,
 }
 
 impl Prepared {
@@ -100,11 +109,11 @@ impl Prepared {
         }
     }
 
-    /// A listener finished `batch`; `panic` is the message of a panic already turned into
-    /// RECONSUME_LATER.
-    pub fn consumed(&mut self, batch: BatchId, result: ConsumeResult, panic: Option<String>, now: Instant) {
-        if let Some(why) = panic {
-            tracing::error!(%batch, %why, "listener panicked: reconsume later");
+    /// A listener finished `batch`; `failed` says why it failed (a panic or an `Err`), already
+    /// turned into RECONSUME_LATER.
+    pub fn consumed(&mut self, batch: BatchId, result: ConsumeResult, failed: Option<String>, now: Instant) {
+        if let Some(why) = failed {
+            tracing::error!(%batch, %why, "listener failed: reconsume later");
         }
         if let Err(e) = self.driver.consumed(batch, result, now) {
             tracing::warn!(%batch, error = %e, "consume result refused");
@@ -128,6 +137,8 @@ impl ConsumerOptions {
             offset_file: None,
             on_event: None,
             client_id: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -198,10 +209,57 @@ impl ConsumerOptions {
         self
     }
 
+    /// ACL credentials: every request is signed (Java's `AclClientRPCHook`). Without this call,
+    /// `ROCKETMQ_ACCESS_KEY` and `ROCKETMQ_SECRET_KEY` (and `ROCKETMQ_SECURITY_TOKEN`) are used
+    /// when set.
+    pub fn credentials(mut self, c: Credentials) -> Self {
+        self.builder = self.builder.credentials(c);
+        self
+    }
+
+    /// TLS to name servers and brokers. Without this call, `ROCKETMQ_TLS` (`1`: system roots,
+    /// `insecure`: any certificate) and `ROCKETMQ_TLS_CA` (a CA file) decide; unset, plain TCP.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    fn transport(&self) -> Result<crate::Transport, StartError> {
+        #[cfg(feature = "tls")]
+        {
+            let tls = match &self.tls {
+                Some(t) => Some(t.clone()),
+                None => crate::Tls::from_env().map_err(|e| StartError::Tls(e.to_string()))?,
+            };
+            Ok(crate::Transport::with_tls(tls))
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let asked =
+                |k: &str| std::env::var(k).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false" | "off"));
+            if asked("ROCKETMQ_TLS") || asked("ROCKETMQ_TLS_CA") {
+                return Err(StartError::Tls(
+                    "ROCKETMQ_TLS / ROCKETMQ_TLS_CA is set, but this build has no TLS (the `tls` feature)"
+                        .into(),
+                ));
+            }
+            Ok(crate::Transport::default())
+        }
+    }
+
     /// Validate, pick the client id, read local offsets, and build the core.
     pub fn prepare(self) -> Result<Prepared, StartError> {
+        let transport = self.transport()?;
         let name_server = self.name_server.or_else(|| std::env::var("NAMESRV_ADDR").ok()).unwrap_or_default();
-        let first = self.builder.clone().name_server(name_server.clone()).build()?;
+        let mut builder = self.builder;
+        let mut first = builder.clone().name_server(name_server.clone()).build()?;
+        if first.credentials().is_none() {
+            if let Some(c) = credentials_from_env() {
+                builder = builder.credentials(c);
+                first = builder.clone().name_server(name_server.clone()).build()?;
+            }
+        }
         let broadcasting = first.message_model() == MessageModel::Broadcasting;
         let id = self.client_id.unwrap_or_else(|| {
             if broadcasting {
@@ -211,7 +269,7 @@ impl ConsumerOptions {
             }
         });
         let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-        let cfg = self.builder.name_server(name_server).client_id(id.clone()).start_wall_ms(wall).build()?;
+        let cfg = builder.name_server(name_server).client_id(id.clone()).start_wall_ms(wall).build()?;
         let offset_file = broadcasting.then(|| match self.offset_file {
             Some(p) => OffsetFile::new(p),
             None => OffsetFile::default_for(id.as_str(), &cfg.consumer_group()),
@@ -229,8 +287,20 @@ impl ConsumerOptions {
             on_event: self.on_event,
             consume_threads,
             repeats: Repeats::new(LOG_WINDOW),
+            transport,
         })
     }
+}
+
+/// Credentials from `ROCKETMQ_ACCESS_KEY`, `ROCKETMQ_SECRET_KEY` and `ROCKETMQ_SECURITY_TOKEN`,
+/// when the first two are set and not empty.
+pub fn credentials_from_env() -> Option<Credentials> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let c = Credentials::new(var("ROCKETMQ_ACCESS_KEY")?, var("ROCKETMQ_SECRET_KEY")?);
+    Some(match var("ROCKETMQ_SECURITY_TOKEN") {
+        Some(t) => c.with_security_token(t),
+        None => c,
+    })
 }
 
 /// Forward [`ConsumerOptions`]' setters from an adapter's builder (a field named `options`), so
@@ -238,6 +308,32 @@ impl ConsumerOptions {
 #[macro_export]
 macro_rules! forward_options {
     () => {
+        /// ACL credentials (`accessKey`, `secretKey`): every request is signed as Java's
+        /// `AclClientRPCHook` signs it. Default: `ROCKETMQ_ACCESS_KEY` / `ROCKETMQ_SECRET_KEY`
+        /// (and `ROCKETMQ_SECURITY_TOKEN`) when set, else none.
+        pub fn credentials(mut self, access_key: impl Into<String>, secret_key: impl Into<String>) -> Self {
+            self.options = self.options.credentials($crate::__core::Credentials::new(access_key, secret_key));
+            self
+        }
+
+        /// TLS to name servers and brokers (feature `tls`): `Tls::system_roots()`,
+        /// `Tls::ca_file(path)` or, for self-signed test brokers, `Tls::insecure()` (Java's
+        /// `setUseTLS(true)` with `tls.test.mode.enable`). Default: `ROCKETMQ_TLS` /
+        /// `ROCKETMQ_TLS_CA` when set, else plain TCP.
+        #[cfg(feature = "tls")]
+        pub fn tls(mut self, tls: $crate::Tls) -> Self {
+            self.options = self.options.tls(tls);
+            self
+        }
+
+        /// `namespace` (Java's `setNamespace`): topics, groups and retry topics travel as
+        /// `namespace%name`; the listener sees plain names. Default none.
+        pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+            let ns = ns.into();
+            self.options = self.options.configure(|b| b.namespace(ns));
+            self
+        }
+
         /// `namesrvAddr` (`;`-separated); default: the `NAMESRV_ADDR` environment variable.
         pub fn name_server(mut self, addr: impl Into<String>) -> Self {
             self.options = self.options.name_server(addr);

@@ -306,6 +306,7 @@ fn read_loop(mut stream: TcpStream, conn: ConnId, tx: &Sender<Ev>) {
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         match stream.read(&mut chunk) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Ok(0) | Err(_) => break,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
@@ -386,6 +387,12 @@ fn drive(mut w: World, rx: &Receiver<Ev>) {
             Err(RecvTimeoutError::Disconnected) => return,
         };
         let now = Instant::now();
+        let wall_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        for b in &mut w.brokers {
+            b.follow_wall_clock(now, wall_ms);
+        }
         match ev {
             Some(Ev::Stop) => {
                 let all: Vec<ConnId> = w.conns.keys().copied().collect();
@@ -450,6 +457,26 @@ mod tests {
         assert_eq!(b.max_offset(&MessageQueue::new("T", "broker-a", 1)).unwrap(), 1);
         assert_eq!(server.close_connections(0), 1);
         assert!(b.max_offset(&MessageQueue::new("T", "broker-a", 1)).is_err(), "closed");
+        server.stop();
+    }
+
+    /// A TLS client against a plain RocketMQ port: the server takes the client hello for a
+    /// frame far over its size limit and hangs up; the error says TLS is the likely cause.
+    #[cfg(feature = "tls")]
+    #[test]
+    fn a_tls_client_at_a_plain_port_is_told_so() {
+        let server = SimServer::start(&[("broker-a", &[("T", 2)])], SimBrokerConfig::default()).unwrap();
+        let tls = crate::Transport::with_tls(Some(crate::Tls::insecure()));
+        let err = Client::connect_with(server.name_server(), Duration::from_secs(5), &tls).unwrap_err();
+        let crate::ClientError::Io(io) = &err else { panic!("an I/O error, not {err:?}") };
+        assert!(
+            matches!(
+                crate::TlsError::of(io),
+                Some(crate::TlsError::ClosedInHandshake | crate::TlsError::NotTls(_))
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("is TLS enabled on"), "{err}");
         server.stop();
     }
 }

@@ -64,6 +64,8 @@ pub struct Setup {
     pub offset_dir: Option<PathBuf>,
     /// Ours: the offsets.json file.
     pub offset_file: Option<PathBuf>,
+    /// `setNamespace`: topic, group and retry names travel as `NS%name`.
+    pub namespace: Option<String>,
 }
 
 impl Setup {
@@ -83,6 +85,7 @@ impl Setup {
             instance: None,
             offset_dir: None,
             offset_file: None,
+            namespace: None,
         }
     }
 }
@@ -160,6 +163,9 @@ impl Java {
         }
         if let Some(i) = &s.instance {
             args.push(format!("instance={i}"));
+        }
+        if let Some(n) = &s.namespace {
+            args.push(format!("namespace={n}"));
         }
         let mut jvm = "-Duser.timezone=UTC".to_owned();
         if let Some(d) = &s.offset_dir {
@@ -260,10 +266,14 @@ impl Ours {
             From::Last => ConsumeFromWhere::ConsumeFromLastOffset,
             From::Timestamp(_) => ConsumeFromWhere::ConsumeFromTimestamp,
         };
-        let mut b =
-            PushConsumer::builder(s.group.as_str()).name_server(ns).consume_from_where(from).message_model(
-                if s.broadcasting { MessageModel::Broadcasting } else { MessageModel::Clustering },
-            );
+        let group = s.group.clone();
+        let mut b = PushConsumer::builder(s.group.as_str())
+            .name_server(ns)
+            .consume_from_where(from)
+            .message_model(if s.broadcasting { MessageModel::Broadcasting } else { MessageModel::Clustering })
+            // Printed where the test harness captures it: shown when a test fails, to tell a
+            // difference in behaviour from a broker that was slow.
+            .on_event(move |e| eprintln!("{} [ours {group}] {e:?}", now_ms()));
         b = match &s.sql {
             Some(sql) => b.subscribe_sql(s.topic.as_str(), sql.as_str()),
             None => b.subscribe(s.topic.as_str(), s.expr.as_str()),
@@ -278,8 +288,13 @@ impl Ours {
             b = b.offset_file(f);
         }
         let (threads, max) = (s.threads, s.max_reconsume.unwrap_or(-1));
+        let namespace = s.namespace.clone();
         b = b.configure(|c| {
-            c.consume_thread_min(threads).consume_thread_max(threads).max_reconsume_times(max)
+            let c = c.consume_thread_min(threads).consume_thread_max(threads).max_reconsume_times(max);
+            match namespace {
+                Some(n) => c.namespace(n),
+                None => c,
+            }
         });
         let (fail, suspend) = (s.fail, s.suspend);
         let first_seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
@@ -358,6 +373,17 @@ pub fn unique(prefix: &str) -> String {
 
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// The offsets `group` committed on queues `0..queues` of `topic` at broker-a (0 where none).
+pub fn committed(broker: &str, group: &str, topic: &str, queues: i32) -> Vec<i64> {
+    let mut c = Client::connect(broker, Duration::from_secs(10)).unwrap();
+    (0..queues)
+        .map(|q| {
+            let mq = rocketmq_push_core::MessageQueue::new(topic, "broker-a", q);
+            c.query_offset(group, &mq).unwrap().unwrap_or(0)
+        })
+        .collect()
 }
 
 /// Create `topic` with `queues` queues on the broker.

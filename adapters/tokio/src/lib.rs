@@ -16,9 +16,12 @@
 //!     .subscribe("TopicA", "*")
 //!     .listener(|msgs, _ctx| async move {
 //!         for m in msgs.iter() {
-//!             println!("{} {:?}", m.msg_id(), m.body);
+//!             // `?` works: an `Err` (here, a body that is not a number) is RECONSUME_LATER,
+//!             // logged with its message.
+//!             let amount: u64 = std::str::from_utf8(&m.body)?.trim().parse()?;
+//!             println!("{} {amount}", m.msg_id());
 //!         }
-//!         ConsumeStatus::Success
+//!         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(ConsumeStatus::Success)
 //!     })
 //!     .start()?;
 //! // … later: drain in-flight batches, commit offsets, unregister.
@@ -30,11 +33,7 @@
 
 mod runtime;
 
-pub use rocketmq_push_core::{
-    Command, ConsumeContext, ConsumeFromWhere, ConsumeResult, ConsumeStatus, Event, MessageExt, MessageModel,
-    MessageQueue, Messages,
-};
-pub use rocketmq_push_io::StartError;
+pub use rocketmq_push_io::api::*;
 pub use rocketmq_push_io::run::{Deliveries, Delivery};
 
 rocketmq_push_io::async_adapter!(runtime::current);

@@ -31,21 +31,6 @@ impl Runtime for Tokio {
         Ok(())
     }
 
-    fn unblock<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> impl Future<Output = T> + Send {
-        let task = self.0.spawn_blocking(f);
-        async move {
-            match task.await {
-                Ok(v) => v,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                // Cancelled: the runtime is shutting down and this task with it.
-                Err(_) => std::future::pending().await,
-            }
-        }
-    }
-
     fn timer(&self, at: Instant) -> Self::Timer {
         Box::pin(tokio::time::sleep_until(at.into()))
     }

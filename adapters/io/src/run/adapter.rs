@@ -16,7 +16,8 @@ macro_rules! async_adapter {
 
             /// An async listener (`MessageListenerConcurrently`): `consumeThreadMin` workers run
             /// it, each one batch at a time. Return a `ConsumeStatus`, or `ctx.result(status)`
-            /// after setting `ack_index` or the delay level. A panic counts as RECONSUME_LATER.
+            /// after setting `ack_index` or the delay level — or either in a `Result`, so `?`
+            /// works: an `Err`, like a panic, counts as RECONSUME_LATER and is logged.
             pub fn listener<F, Fut, R>(mut self, f: F) -> Self
             where
                 F: Fn($crate::__core::Messages, $crate::__core::ConsumeContext) -> Fut
@@ -24,25 +25,22 @@ macro_rules! async_adapter {
                     + Sync
                     + 'static,
                 Fut: ::std::future::Future<Output = R> + Send + 'static,
-                R: Into<$crate::__core::ConsumeResult>,
+                R: $crate::ListenerOutput,
             {
                 self.listener = Some($crate::run::Listener::Async($crate::async_listener(f)));
                 self
             }
 
-            /// A blocking listener, run on the runtime's blocking pool (at most
-            /// `consumeThreadMin` at once).
-            pub fn blocking_listener(
+            /// A blocking listener, run on threads of its own (at most `consumeThreadMin` at
+            /// once). It answers as [`listener`](Self::listener) does, `Result` included.
+            pub fn blocking_listener<R: $crate::ListenerOutput>(
                 mut self,
-                f: impl Fn(
-                    &[$crate::__core::MessageExt],
-                    &mut $crate::__core::ConsumeContext,
-                ) -> $crate::__core::ConsumeStatus
+                f: impl Fn(&[$crate::__core::MessageExt], &mut $crate::__core::ConsumeContext) -> R
                 + Send
                 + Sync
                 + 'static,
             ) -> Self {
-                self.listener = Some($crate::run::Listener::Sync(::std::sync::Arc::new(f)));
+                self.listener = Some($crate::run::Listener::Sync($crate::sync_listener(f)));
                 self
             }
 
@@ -55,7 +53,7 @@ macro_rules! async_adapter {
                     + Sync
                     + 'static,
                 Fut: ::std::future::Future<Output = R> + Send + 'static,
-                R: Into<$crate::__core::ConsumeResult>,
+                R: $crate::ListenerOutput,
             {
                 self.listener(f).orderly()
             }

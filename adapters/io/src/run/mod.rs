@@ -3,34 +3,40 @@
 //! ```text
 //!  connect task ─Connected/ConnectFailed─┐
 //!  reader task ──Received/Closed─────────┤                            ┌─▶ writer task ─▶ socket
-//!  listener pool ─Consumed───────────────┼─▶ inbox ─▶ owner (Driver) ─┼─▶ connect task
-//!  PushConsumer ─Command─────────────────┘   timer: poll_timeout      └─▶ listener pool ─▶ user code
+//!  PushConsumer ─Command─────────────────┼─▶ inbox ─▶ owner (Driver) ─┼─▶ connect task
+//!  Deliveries ───Consumed────────────────┘   timer: poll_timeout      ├─▶ async listener, polled in place
+//!                                               ▲                     └─▶ listener threads (blocking)
+//!                                               └──── results ────────────────┘
 //! ```
 //!
 //! One owner task holds the [`Driver`](rocketmq_push_core::Driver): it carries out every
 //! [`DriverOutput`](rocketmq_push_core::DriverOutput) in one exhaustive `match`, then waits for
-//! the next message or the driver's deadline and feeds it in (with whatever else is queued). Each
-//! connection has a reader and a writer task; `consumeThreadMin` workers run the listener. The
-//! tasks talk over [`async_channel`]s, which need no particular executor.
+//! the next message, listener result or deadline and feeds it in (with whatever else is queued).
+//! Each connection has a reader and a writer task. Async listeners are polled by the owner task
+//! itself; blocking ones run on threads that take queued batches without waking the owner per
+//! message. The tasks talk over [`async_channel`]s, which need no particular executor.
 //!
 //! A runtime supplies only spawning, a timer, and TCP: [`Runtime`]. tokio, async-std and smol
 //! implement it with their own calls; the blocking adapter implements it with one thread per task
 //! (each driving its future to completion, its socket calls blocking that thread).
 
 mod adapter;
+#[cfg(feature = "async-net")]
+pub mod async_net;
 mod handle;
 mod link;
+mod listeners;
 mod msg;
 mod owner;
-mod pool;
 mod stream;
+mod workers;
 
 use std::future::Future;
 use std::io;
 use std::time::{Duration, Instant};
 
 pub use handle::Handle;
-pub use pool::Listener;
+pub use listeners::Listener;
 pub use stream::{Deliveries, Delivery, channel as delivery_channel};
 
 use crate::{ConsumerOptions, StartError};
@@ -46,12 +52,6 @@ pub trait Runtime: Clone + Send + Sync + 'static {
 
     /// Run `task` in the background (`name` names its thread where there is one).
     fn spawn(&self, name: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()>;
-
-    /// Run blocking `f` where it cannot stall other tasks, and await its result.
-    fn unblock<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> impl Future<Output = T> + Send;
 
     /// A timer that fires at `at`.
     fn timer(&self, at: Instant) -> Self::Timer;
@@ -88,13 +88,15 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Build the consumer from `options` and run it on `rt` with `listener`: the owner task, the
 /// listener workers, and (as the driver asks) connections.
 pub fn start<R: Runtime>(rt: R, options: ConsumerOptions, listener: Listener) -> Result<Handle, StartError> {
-    let prepared = options.prepare()?;
+    let mut prepared = options.prepare()?;
     let inbox = owner::Inbox::new();
     let control = inbox.control_tx.clone();
     let (done_tx, done_rx) = async_channel::bounded::<()>(1);
-    let pool = pool::Pool::start(&rt, listener, prepared.consume_threads, control.clone())
-        .map_err(|e| StartError::Runtime(e.to_string()))?;
-    let owner = owner::run(rt.clone(), prepared, pool, inbox, done_tx);
+    let listeners = listeners::Listeners::new(listener, control.clone(), prepared.consume_threads);
+    if listeners.reports_starts() {
+        prepared.driver.report_starts();
+    }
+    let owner = owner::run(rt.clone(), prepared, listeners, inbox, done_tx);
     rt.spawn("rmq-driver", owner).map_err(|e| StartError::Runtime(e.to_string()))?;
     Ok(Handle::new(control, done_rx))
 }

@@ -4,14 +4,39 @@ use async_channel::Sender;
 use bytes::Bytes;
 use rocketmq_push_core::{BatchId, Command, ConsumeResult, LinkId};
 
+/// A finished listener call: the batch, its result, and why it failed (a panic or an `Err`,
+/// turned into RECONSUME_LATER).
+pub(super) type Finished = (BatchId, ConsumeResult, Option<String>);
+
+/// A listener call started: the batch, and when.
+pub(super) type Started = (BatchId, std::time::Instant);
+
 /// Everything the owner task hears about.
 pub(crate) enum Msg {
-    Connected { link: LinkId, writer: LinkWriter },
-    ConnectFailed { link: LinkId, error: std::io::Error },
-    Received { link: LinkId, bytes: Bytes },
-    Closed { link: LinkId, error: Option<std::io::Error> },
-    Consumed { batch: BatchId, result: ConsumeResult, panic: Option<String> },
+    Connected {
+        link: LinkId,
+        writer: LinkWriter,
+    },
+    ConnectFailed {
+        link: LinkId,
+        error: std::io::Error,
+    },
+    Received {
+        link: LinkId,
+        bytes: Bytes,
+    },
+    Closed {
+        link: LinkId,
+        error: Option<std::io::Error>,
+    },
+    Consumed {
+        batch: BatchId,
+        result: ConsumeResult,
+        failed: Option<String>,
+    },
     Command(Command),
+    /// Not sent: the owner's own note that a listener call can go on.
+    ListenersReady,
 }
 
 impl std::fmt::Debug for Msg {
@@ -23,6 +48,7 @@ impl std::fmt::Debug for Msg {
             Self::Closed { link, error } => write!(f, "Closed({link}, {error:?})"),
             Self::Consumed { batch, result, .. } => write!(f, "Consumed({batch}, {:?})", result.status),
             Self::Command(c) => write!(f, "Command({c:?})"),
+            Self::ListenersReady => f.write_str("ListenersReady"),
         }
     }
 }

@@ -9,8 +9,8 @@ use rocketmq_push_core::{DriverOutput, IoFailure, LinkId};
 
 use super::Runtime;
 use super::link;
-use super::msg::{LinkWriter, Msg};
-use super::pool::Pool;
+use super::listeners::Listeners;
+use super::msg::{Finished, LinkWriter, Msg, Started};
 use crate::Prepared;
 
 /// Messages of each kind fed to the driver per wake-up at most, so outputs (pulls, results) are
@@ -41,7 +41,7 @@ impl Inbox {
 pub(super) async fn run<R: Runtime>(
     rt: R,
     mut p: Prepared,
-    pool: Pool,
+    mut listeners: Listeners,
     inbox: Inbox,
     // Dropped when this task ends: that is what `Handle::terminated` waits for.
     _done: Sender<()>,
@@ -50,38 +50,72 @@ pub(super) async fn run<R: Runtime>(
     let mut links: HashMap<LinkId, LinkWriter> = HashMap::new();
     let mut timer: Option<(R::Timer, Instant)> = None;
     let mut next_log_flush = Instant::now();
+    let mut finished: Vec<Finished> = Vec::new();
+    let mut started: Vec<Started> = Vec::new();
     loop {
         let now = Instant::now();
-        while let Some(out) = p.driver.poll_output(now) {
-            match out {
-                DriverOutput::Connect { link, peer } => {
-                    link::connect(&rt, link, peer, control_tx.clone(), data_tx.clone())
-                }
-                DriverOutput::Write { link, bytes } => {
-                    if links.get(&link).is_some_and(|w| !w.write(bytes)) {
-                        // The peer does not read what we write: close rather than queue more.
-                        links.remove(&link);
-                        let why = std::io::Error::other(format!(
-                            "{} writes queued: the peer is not reading",
-                            super::msg::MAX_QUEUED_WRITES
-                        ));
-                        p.driver.closed(link, Some(IoFailure::from(&why)), now);
+        // Carry out the outputs; listeners that answer at once feed the driver right away, which
+        // may make more outputs (the next batches, commits, pulls).
+        loop {
+            while let Some(out) = p.driver.poll_output(now) {
+                match out {
+                    DriverOutput::Connect { link, peer } => {
+                        link::connect(&rt, link, peer, &p.transport, control_tx.clone(), data_tx.clone())
                     }
+                    DriverOutput::Write { link, bytes } => {
+                        if links.get(&link).is_some_and(|w| !w.write(bytes)) {
+                            // The peer does not read what we write: close rather than queue more.
+                            links.remove(&link);
+                            let why = std::io::Error::other(format!(
+                                "{} writes queued: the peer is not reading",
+                                super::msg::MAX_QUEUED_WRITES
+                            ));
+                            p.driver.closed(link, Some(IoFailure::from(&why)), now);
+                        }
+                    }
+                    DriverOutput::Close { link } => {
+                        links.remove(&link);
+                    }
+                    DriverOutput::Consume(batch) => listeners.consume(batch, now, &mut finished),
+                    DriverOutput::Withdraw(batch) => listeners.withdraw(batch),
+                    DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
+                    DriverOutput::Event(e) => p.event(&e, now),
+                    DriverOutput::Terminated => return,
                 }
-                DriverOutput::Close { link } => {
-                    links.remove(&link);
-                }
-                DriverOutput::Consume(batch) => pool.consume(batch),
-                DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
-                DriverOutput::Event(e) => p.event(&e, now),
-                DriverOutput::Terminated => return,
+            }
+            listeners.poll_woken(&mut started, &mut finished);
+            for (batch, at) in started.drain(..) {
+                p.driver.started(batch, at, now);
+            }
+            if finished.is_empty() {
+                break;
+            }
+            for (batch, result, failed) in finished.drain(..) {
+                p.consumed(batch, result, failed, now);
             }
         }
+        let check = listeners.check(now);
+        let listeners_ready = listeners.ready();
         let next = async {
-            // Control first: `or` polls its first future first.
-            future::or(async { control.recv().await.ok() }, async { data.recv().await.ok() }).await
+            // Control first (`or` polls its first future first), then listener calls that can go
+            // on, then bytes read.
+            future::or(async { control.recv().await.ok() }, async {
+                future::or(
+                    async {
+                        listeners_ready.await;
+                        Some(Msg::ListenersReady)
+                    },
+                    async { data.recv().await.ok() },
+                )
+                .await
+            })
+            .await
         };
-        let first = match p.driver.poll_timeout() {
+        let deadline = match (p.driver.poll_timeout(), check) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let first = match deadline {
             None => next.await,
             Some(at) => {
                 let t = match &mut timer {
@@ -104,7 +138,10 @@ pub(super) async fn run<R: Runtime>(
                     None => {
                         // The timer fired: it must be re-armed before it is awaited again.
                         timer = None;
-                        p.driver.handle_timeout(Instant::now());
+                        let now = Instant::now();
+                        if p.driver.poll_timeout().is_some_and(|at| at <= now) {
+                            p.driver.handle_timeout(now);
+                        }
                         continue;
                     }
                 }
@@ -142,7 +179,9 @@ fn feed(p: &mut Prepared, links: &mut HashMap<LinkId, LinkWriter>, msg: Msg, now
             links.remove(&link);
             p.driver.closed(link, error.as_ref().map(IoFailure::from), now);
         }
-        Msg::Consumed { batch, result, panic } => p.consumed(batch, result, panic, now),
+        Msg::Consumed { batch, result, failed } => p.consumed(batch, result, failed, now),
         Msg::Command(c) => p.command(c, now),
+        // Picked up at the top of the loop.
+        Msg::ListenersReady => {}
     }
 }

@@ -85,7 +85,7 @@ impl Delivery {
     /// Answer with any result.
     pub fn finish(mut self, result: ConsumeResult) {
         if let Some(tx) = self.results.take() {
-            let _ = tx.try_send(Msg::Consumed { batch: self.batch, result, panic: None });
+            let _ = tx.try_send(Msg::Consumed { batch: self.batch, result, failed: None });
         }
     }
 }
@@ -94,8 +94,8 @@ impl Drop for Delivery {
     fn drop(&mut self) {
         if let Some(tx) = self.results.take() {
             let result = ConsumeResult::from_status(ConsumeStatus::ReconsumeLater);
-            let panic = Some("delivery dropped unanswered".to_owned());
-            let _ = tx.try_send(Msg::Consumed { batch: self.batch, result, panic });
+            let failed = Some("dropped its delivery unanswered".to_owned());
+            let _ = tx.try_send(Msg::Consumed { batch: self.batch, result, failed });
         }
     }
 }
