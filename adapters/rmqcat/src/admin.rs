@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use rocketmq_push_core::MessageQueue;
-use rocketmq_push_core::protocol::ResponseCode;
-use rocketmq_push_core::protocol::body::{TopicRouteData, perm};
+use rocketmq_push_core::protocol::body::{SubscriptionData, TopicRouteData, perm};
+use rocketmq_push_core::protocol::{ExpressionType, ResponseCode};
 use rocketmq_push_io::{Client, ClientError};
 
 use crate::{Failure, Outcome, TIMEOUT, name_server};
@@ -43,25 +43,60 @@ pub(crate) struct GroupOpts {
     topic: Option<String>,
 }
 
-fn first_name_server(ns: &str) -> &str {
-    ns.split(';').map(str::trim).find(|s| !s.is_empty()).unwrap_or(ns)
+/// The name servers of `-n` / `NAMESRV_ADDR` (`;`-separated), in order.
+fn name_servers(ns: &str) -> impl Iterator<Item = &str> {
+    ns.split(';').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// A connection to the first name server of `ns` that answers the connect (the others are
+/// tried in turn, as consumers fail over).
+pub(crate) fn connect_name_server(ns: &str) -> Result<(String, Client), Failure> {
+    let mut last = Failure::Runtime(format!("no name server in {ns:?}"));
+    for addr in name_servers(ns) {
+        match connect(addr, "name server") {
+            Ok(c) => return Ok((addr.to_owned(), c)),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// Connect to `addr`, saying what it is when that fails.
 pub(crate) fn connect(addr: &str, what: &str) -> Result<Client, Failure> {
-    Client::connect(addr, TIMEOUT)
+    Client::connect_with(addr, TIMEOUT, &crate::transport())
+        .map(|c| c.with_credentials(crate::credentials()))
         .map_err(|e| Failure::Runtime(format!("cannot reach the {what} at {addr}: {e}")))
 }
 
 /// A topic's route; a missing topic is a one-line error that names it.
 pub(crate) fn fetch_route(ns: &str, topic: &str) -> Result<TopicRouteData, Failure> {
-    let ns = first_name_server(ns);
-    let mut c = connect(ns, "name server")?;
+    let (ns, mut c) = connect_name_server(ns)?;
     c.route(topic).map_err(|e| match e {
         e if e.is_code(ResponseCode::TopicNotExist) => Failure::Runtime(format!(
             "topic {topic} does not exist (the name server at {ns} has no route for it)"
         )),
         e => Failure::Runtime(format!("route of {topic} from {ns}: {e}")),
+    })
+}
+
+/// Ask a master of `route` whether it can run a SQL92 filter, as Java's `start()` does
+/// (`checkClientInBroker`): an expression it cannot compile is a usage error, a broker that
+/// does not filter by SQL92 at all (enablePropertyFilter=false) a runtime one.
+pub(crate) fn check_sql(route: &TopicRouteData, group: &str, topic: &str, sql: &str) -> Result<(), Failure> {
+    let Some(addr) = route.broker_datas.iter().find_map(|b| b.broker_addrs.get(&0)) else {
+        return Ok(()); // No master to ask: the consumer reports that itself.
+    };
+    let sub = SubscriptionData::build(topic, sql, ExpressionType::Sql92, 0);
+    let client_id = format!("rmqcat@{}", std::process::id());
+    connect(addr, "broker")?.check_client_config(&client_id, group, &sub).map_err(|e| match e {
+        ClientError::Broker { code, remark } if code == ResponseCode::SubscriptionParseFailed => {
+            // The broker's remark is the parser's multi-line message: its first line, without
+            // the Java exception's class name, says where.
+            let first = remark.lines().next().unwrap_or_default();
+            let why = first.split_once("Exception: ").map_or(first, |(_, why)| why).trim();
+            Failure::Usage(format!("invalid --sql expression {sql:?}: {why}"))
+        }
+        e => Failure::Runtime(format!("the broker at {addr} refuses the --sql filter: {e}")),
     })
 }
 
@@ -82,15 +117,21 @@ pub(crate) fn create_topic(ns: &str, topic: &str, queues: i32) -> Result<(), Fai
     Ok(())
 }
 
-pub(crate) fn route(o: RouteOpts) -> Outcome {
+pub(crate) fn route(mut o: RouteOpts) -> Outcome {
+    o.topic = crate::wire_name(&o.topic);
     let ns = name_server(o.name_server)?;
     let r = fetch_route(&ns, &o.topic)?;
     let read: i32 = r.queue_datas.iter().map(|q| q.read_queue_nums).sum();
     let write: i32 = r.queue_datas.iter().map(|q| q.write_queue_nums).sum();
-    println!("topic {}: {read} read / {write} write queues on {} broker(s)", o.topic, r.queue_datas.len());
-    println!(
+    out!("topic {}: {read} read / {write} write queues on {} broker(s)", o.topic, r.queue_datas.len());
+    out!(
         "{:<20} {:<14} {:>3}  {:<22} {:>5} {:>5}  PERM",
-        "BROKER", "CLUSTER", "ID", "ADDRESS", "READ", "WRITE"
+        "BROKER",
+        "CLUSTER",
+        "ID",
+        "ADDRESS",
+        "READ",
+        "WRITE"
     );
     let mut brokers = r.broker_datas.clone();
     brokers.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
@@ -103,13 +144,15 @@ pub(crate) fn route(o: RouteOpts) -> Outcome {
                 if p & perm::READ != 0 { "R" } else { "-" },
                 if p & perm::WRITE != 0 { "W" } else { "-" }
             );
-            println!("{:<20} {:<14} {id:>3}  {addr:<22} {rq:>5} {wq:>5}  {perm}", b.broker_name, b.cluster);
+            out!("{:<20} {:<14} {id:>3}  {addr:<22} {rq:>5} {wq:>5}  {perm}", b.broker_name, b.cluster);
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn group(o: GroupOpts) -> Outcome {
+pub(crate) fn group(mut o: GroupOpts) -> Outcome {
+    o.group = crate::wire_name(&o.group);
+    o.topic = o.topic.as_deref().map(crate::wire_name);
     let ns = name_server(o.name_server)?;
     // The brokers to ask: the topic's, or those of the group's retry topic.
     let route_topic = o.topic.clone().unwrap_or_else(|| format!("%RETRY%{}", o.group));
@@ -155,28 +198,22 @@ pub(crate) fn group(o: GroupOpts) -> Outcome {
         }
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
-    println!("group {}: {} consumer(s)", o.group, consumers.len());
+    out!("group {}: {} consumer(s)", o.group, consumers.len());
     for c in &consumers {
-        println!("  {c}");
+        out!("  {c}");
     }
     if rows.is_empty() {
-        println!("no offsets stored for group {}", o.group);
+        out!("no offsets stored for group {}", o.group);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "{:<32} {:<16} {:>5} {:>12} {:>12} {:>10}",
-        "TOPIC", "BROKER", "QUEUE", "COMMITTED", "MAX", "LAG"
-    );
+    out!("{:<32} {:<16} {:>5} {:>12} {:>12} {:>10}", "TOPIC", "BROKER", "QUEUE", "COMMITTED", "MAX", "LAG");
     let mut total = 0;
     for (q, committed, max) in &rows {
         let lag = committed.map_or(*max, |c| (max - c).max(0));
         total += lag;
         let committed = committed.map_or_else(|| "-".to_owned(), |c| c.to_string());
-        println!(
-            "{:<32} {:<16} {:>5} {committed:>12} {max:>12} {lag:>10}",
-            q.topic, q.broker_name, q.queue_id
-        );
+        out!("{:<32} {:<16} {:>5} {committed:>12} {max:>12} {lag:>10}", q.topic, q.broker_name, q.queue_id);
     }
-    println!("total lag: {total}");
+    out!("total lag: {total}");
     Ok(ExitCode::SUCCESS)
 }

@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use rocketmq_push_core::json::JsonWriter;
-use rocketmq_push_core::{ConsumeFromWhere, ConsumeStatus, Event, MessageExt, MessageModel};
+use rocketmq_push_core::{
+    ConsumeFromWhere, ConsumeStatus, ConsumerConfigBuilder, Event, MessageExt, MessageModel,
+};
 use rocketmq_push_io::{LOG_WINDOW, Repeats};
 use rocketmq_push_tokio::PushConsumer;
 use tokio::sync::Notify;
@@ -24,37 +25,71 @@ use crate::{Failure, Outcome, admin, name_server};
 /// Consume a topic and print one line per message (stdout); progress and errors go to stderr.
 #[derive(Args)]
 #[command(after_help = "Examples:
-  rmqcat consume -n 127.0.0.1:9876 -g my_group -t TopicA
-  rmqcat consume -g G -t TopicA -c 10 --from first -f '%q:%o %k %s\\n'
-  rmqcat consume -g G -t TopicA -e 'TagA || TagB' --json
+  rmqcat consume -n 127.0.0.1:9876 -t TopicA -e          read every queue to its end, as kcat -C -e
+  rmqcat consume -t TopicA -o -10 -e -f '%p:%o %T %g %s\\n'    the last 10 of each queue
+  rmqcat consume -t TopicA -p 0 -o @2026-12-02T10:00:00Z -e    queue 0 from a time
+  rmqcat consume -n 127.0.0.1:9876 -g my_group -t TopicA        as a member of a group
+  rmqcat consume -g G -t TopicA -c 10 --from first
+  rmqcat consume -g G -t TopicA -T 'TagA || TagB' --json
   rmqcat consume -g G -t TopicA --sql 'a > 5' --orderly
   rmqcat consume -g G -t TopicA --broadcast
+  rmqcat consume -g G -t TopicA -X pullBatchSize=16 -X consumeTimeout=5     Java's knobs by name
 
-Format placeholders: %t topic, %q queue id, %o offset, %i msg id, %k keys, %T tags, %s body,
-%S body size, %r reconsume times, %h user properties (k=v,…), %% percent; \\n \\t escapes.
+Without -g it reads like kcat -C: plain pulls from -o (default beginning) on every queue or the
+one -p names, no group membership and nothing committed; -e exits once every queue is caught
+up with its end (checked when a pull finds nothing). With -g it consumes as a member of the
+group, as Java's DefaultMQPushConsumer does: --from applies to a group with no committed offset
+and the offsets of what was printed are committed on exit. kcat's -e is -e here too; the tag
+expression is -T (as produce's -T sets the tag).
+
+Format placeholders, as kcat's: %s body, %S body size, %R body size as a 4-byte big-endian
+integer, %k keys, %K keys' size (-1 without keys), %T born timestamp (ms; kcat's message
+timestamp), %h user properties (k=v,…; kcat's headers), %t topic, %p queue id (kcat's partition),
+%o offset. RocketMQ's own: %g tag, %i msg id, %r reconsume times, %q queue id (as %p). %% percent;
+\\n \\r \\t \\\\ \\xXX escapes.
 --json prints one object per message; a body that is not UTF-8 is base64 with \"bodyBase64\":true.
---from applies to a group with no committed offset (as consumeFromWhere does): first, last,
-milliseconds since the epoch, or a UTC time such as 2026-12-02T10:00:00Z.
-Exits after COUNT messages or on Ctrl-C, with the offsets of what was printed committed.")]
+-X sets a knob of Java's DefaultMQPushConsumer by its Java name, in Java's units (ms; minutes
+for consumeTimeout; MiB for the size thresholds; -1 for off), after the flags (it wins over them);
+rmqcat keeps consumeMessageBatchMaxSize, consumeThreadMin/Max (one message at a time) and the
+namespace (--namespace) to itself.
+-o takes beginning, end, an offset N, -N (the last N of each queue) or @TIMESTAMP; --from
+(with -g) first, last or TIMESTAMP. A timestamp is milliseconds since the epoch, RFC 3339 (2026-12-02T10:00:00Z, or with an offset such
+as +08:00), or Java's yyyyMMddHHmmss (20261202100000, read as UTC).
+Exits after COUNT messages or on Ctrl-C (with -g: with the offsets of what was printed committed).")]
 pub(crate) struct Opts {
     /// Name server(s), `host:port[;host:port]` (default: $NAMESRV_ADDR).
     #[arg(short = 'n', long = "name-server", value_name = "ADDR")]
     name_server: Option<String>,
-    /// Consumer group.
+    /// Consume as a member of this group (committing offsets); without it, read with plain pulls.
     #[arg(short, long)]
-    group: String,
+    group: Option<String>,
     /// Topic.
     #[arg(short, long)]
     topic: String,
+    /// Without -g: where each queue starts: beginning, end, N, -N or @TIMESTAMP (beginning).
+    #[arg(short = 'o', long = "offset", value_name = "OFFSET", allow_hyphen_values = true)]
+    offset: Option<String>,
+    /// Without -g: exit once every queue is caught up with its end.
+    #[arg(short = 'e', long = "exit")]
+    exit_at_end: bool,
+    /// Without -g: read only this queue id (kcat's partition).
+    #[arg(short = 'p', long = "queue", value_name = "QUEUE_ID")]
+    queue: Option<i32>,
     /// Tag expression, e.g. `TagA || TagB`.
-    #[arg(short, long, default_value = "*", conflicts_with = "sql")]
+    #[arg(
+        short = 'T',
+        long = "tags",
+        visible_alias = "expression",
+        default_value = "*",
+        conflicts_with = "sql"
+    )]
     expression: String,
     /// SQL92 filter expression (the broker needs enablePropertyFilter=true).
     #[arg(long, value_name = "EXPR")]
     sql: Option<String>,
-    /// Where a group with no committed offset starts: first, last, or a timestamp.
-    #[arg(long, default_value = "last", value_name = "first|last|TIMESTAMP")]
-    from: String,
+    /// Where a group with no committed offset starts: first, last (default), or a timestamp.
+    #[arg(long, value_name = "first|last|TIMESTAMP")]
+    from: Option<String>,
     /// Exit after this many messages.
     #[arg(short, long, value_name = "COUNT")]
     count: Option<u64>,
@@ -70,49 +105,75 @@ pub(crate) struct Opts {
     /// One JSON object per message.
     #[arg(long)]
     json: bool,
+    /// With -g: a knob of Java's DefaultMQPushConsumer by its Java name, in Java's units
+    /// (`-X pullBatchSize=64 -X consumeTimeout=5`); repeatable, applied after rmqcat's own.
+    #[arg(short = 'X', value_name = "KNOB=VALUE")]
+    knobs: Vec<String>,
+}
+
+/// One message per call and one call at a time: lines come in queue order, and a count stops
+/// exactly where the commit lands. Held batches end the drain after 1 s.
+fn own_settings(c: ConsumerConfigBuilder) -> ConsumerConfigBuilder {
+    c.consume_message_batch_max_size(1)
+        .consume_thread_min(1)
+        .consume_thread_max(1)
+        .await_termination_when_shutdown(Duration::from_secs(1))
+}
+
+/// Knobs rmqcat holds itself: the three that make a count commit exactly what was printed, and
+/// the namespace (`--namespace`), which the start-up checks must see too. A `--config` file's
+/// values for them are for the team's applications and left alone here.
+const OWN_KNOBS: [&str; 4] =
+    ["consumeMessageBatchMaxSize", "consumeThreadMin", "consumeThreadMax", "namespace"];
+
+/// The `--config` file's knobs, then the `-X` pairs, each checked by the core exactly as
+/// `.configure(…)` would take it.
+fn knobs(pairs: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    let mut out = Vec::with_capacity(pairs.len());
+    let probe =
+        rocketmq_push_core::ConsumerConfig::builder("probe").name_server("127.0.0.1:1").subscribe("T", "*");
+    let mut probe = own_settings(probe);
+    for (k, v) in crate::config_file().knobs.iter().filter(|(k, _)| !OWN_KNOBS.contains(&k.as_str())) {
+        probe = probe.set(k, v).map_err(|e| Failure::Usage(format!("--config: {e}")))?;
+        out.push((k.clone(), v.clone()));
+    }
+    for p in pairs {
+        let Some((k, v)) = p.split_once('=') else {
+            return Err(Failure::Usage(format!("-X {p:?}: expected KNOB=VALUE, e.g. -X pullBatchSize=64")));
+        };
+        if OWN_KNOBS.contains(&k.trim()) {
+            return Err(Failure::Usage(format!(
+                "-X {p}: rmqcat sets {} itself (one message at a time, so a count commits exactly \
+                 what was printed; the namespace with --namespace)",
+                k.trim()
+            )));
+        }
+        probe = probe.set(k.trim(), v).map_err(|e| {
+            let known = rocketmq_push_core::config::JAVA_KNOBS;
+            match known.contains(&k.trim()) {
+                true => Failure::Usage(format!("-X {p}: {e}")),
+                false => Failure::Usage(format!(
+                    "-X {p}: unknown knob {:?}; known: {}",
+                    k.trim(),
+                    known.join(", ")
+                )),
+            }
+        })?;
+        out.push((k.trim().to_owned(), v.to_owned()));
+    }
+    probe.build().map_err(|e| Failure::Usage(format!("{e} (set by --config or -X)")))?;
+    Ok(out)
 }
 
 /// `--from`.
 fn parse_from(s: &str) -> Result<(ConsumeFromWhere, Option<i64>), Failure> {
     match s {
-        "first" => return Ok((ConsumeFromWhere::ConsumeFromFirstOffset, None)),
-        "last" => return Ok((ConsumeFromWhere::ConsumeFromLastOffset, None)),
-        _ => {}
+        "first" => Ok((ConsumeFromWhere::ConsumeFromFirstOffset, None)),
+        "last" => Ok((ConsumeFromWhere::ConsumeFromLastOffset, None)),
+        _ => crate::time::parse(s).map(|ms| (ConsumeFromWhere::ConsumeFromTimestamp, Some(ms))).ok_or_else(
+            || Failure::Usage(format!("--from {s:?}: expected first, last, or {}", crate::time::FORMS)),
+        ),
     }
-    let ms = if s.bytes().all(|b| b.is_ascii_digit()) && !s.is_empty() {
-        s.parse::<i64>().ok()
-    } else {
-        parse_utc(s)
-    };
-    ms.map(|ms| (ConsumeFromWhere::ConsumeFromTimestamp, Some(ms))).ok_or_else(|| {
-        Failure::Usage(format!(
-            "--from {s:?}: expected first, last, milliseconds since the epoch, or a UTC time like 2026-12-02T10:00:00Z"
-        ))
-    })
-}
-
-/// `YYYY-MM-DDTHH:MM:SS[.fff][Z]`, UTC → milliseconds since the epoch.
-fn parse_utc(s: &str) -> Option<i64> {
-    let s = s.strip_suffix('Z').unwrap_or(s);
-    let (date, time) = s.split_once(['T', ' '])?;
-    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, mo, day) = (d.next()??, d.next()??, d.next()??);
-    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
-    let mut t = hms.splitn(3, ':').map(|p| p.parse::<i64>().ok());
-    let (h, mi, sec) = (t.next()??, t.next()??, t.next().unwrap_or(Some(0))?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || h > 23 || mi > 59 || sec > 60 || frac.len() > 3
-    {
-        return None;
-    }
-    let ms_frac: i64 = format!("{frac:0<3}").parse().ok()?;
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms_frac)
 }
 
 /// Events worth a line on stderr while consuming.
@@ -127,6 +188,9 @@ fn describe(e: &Event) -> Option<String> {
         }
         Event::RequestTimeout { peer, request } => format!("{request} to {peer} timed out; retrying"),
         Event::TopicNotFound { topic } => format!("topic {topic} not found; retrying"),
+        Event::TopicRefused { topic, peer, remark, .. } => {
+            format!("{peer} refused topic {topic} (no permission: {remark}); retrying every 30 s")
+        }
         Event::CorruptPull { queue, error } => format!("unreadable pull from {queue:?}: {error}"),
         Event::RecordsOutOfRange { queue, count, .. } => {
             format!("{count} record(s) from {queue:?} outside the offsets asked for: dropped")
@@ -162,18 +226,6 @@ impl Shared {
         self.done.notify_one();
     }
 
-    fn render(&self, m: &MessageExt, out: &mut Vec<u8>) {
-        match &self.format {
-            Some(f) => f.write(out, m),
-            None => {
-                let mut w = JsonWriter::new();
-                format::message_json(&mut w, m);
-                out.extend_from_slice(w.finish().as_bytes());
-                out.push(b'\n');
-            }
-        }
-    }
-
     /// Print `m` if it may still be printed; false when it must stay unanswered.
     fn print(&self, m: &MessageExt) -> bool {
         if !self.claim() {
@@ -181,7 +233,7 @@ impl Shared {
             return false;
         }
         let mut out = Vec::with_capacity(m.body.len() + 64);
-        self.render(m, &mut out);
+        format::render(self.format.as_ref(), m, &mut out);
         let mut stdout = std::io::stdout().lock();
         if stdout.write_all(&out).and_then(|()| stdout.flush()).is_err() {
             // stdout closed (`| head`): nothing more can be printed.
@@ -202,10 +254,21 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
     } else {
         Some(Format::parse(o.format.as_deref().unwrap_or(format::DEFAULT)).map_err(Failure::Usage)?)
     };
-    let (from, timestamp) = parse_from(&o.from)?;
+    let (from, timestamp) = parse_from(o.from.as_deref().unwrap_or("last"))?;
+    let Some(group) = o.group.clone() else { return read(o, format, quiet) };
+    let knobs = knobs(&o.knobs)?;
+    let reader_only = [("-o", o.offset.is_some()), ("-e", o.exit_at_end), ("-p", o.queue.is_some())];
+    if let Some((flag, _)) = reader_only.iter().find(|(_, set)| *set) {
+        return Err(Failure::Usage(format!(
+            "{flag} reads without a group: leave out -g (a group starts where --from says and commits)"
+        )));
+    }
     let ns = name_server(o.name_server.clone())?;
     // Fail fast, with one line, on what would otherwise be retried forever.
-    admin::fetch_route(&ns, &o.topic)?;
+    let route = admin::fetch_route(&ns, &crate::wire_name(&o.topic))?;
+    if let Some(sql) = &o.sql {
+        admin::check_sql(&route, &crate::wire_name(&group), &crate::wire_name(&o.topic), sql)?;
+    }
     if o.count == Some(0) {
         return Ok(ExitCode::SUCCESS);
     }
@@ -221,7 +284,41 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
         .enable_all()
         .build()
         .map_err(|e| Failure::Runtime(format!("cannot start the runtime: {e}")))?;
-    rt.block_on(consume(o, ns, from, timestamp, shared, quiet))
+    rt.block_on(consume(o, ns, from, timestamp, knobs, shared, quiet))
+}
+
+/// Without a group: plain pulls, nothing committed (`read.rs`).
+fn read(o: Opts, format: Option<Format>, quiet: bool) -> Outcome {
+    let group_only = [
+        ("--sql", o.sql.is_some()),
+        ("--from", o.from.is_some()),
+        ("--broadcast", o.broadcast),
+        ("-X", !o.knobs.is_empty()),
+        ("--orderly", o.orderly),
+    ];
+    if let Some((flag, _)) = group_only.iter().find(|(_, set)| *set) {
+        return Err(Failure::Usage(format!(
+            "{flag} needs a group (-g); without one, pick where to read with -o"
+        )));
+    }
+    let start = crate::read::Start::parse(o.offset.as_deref().unwrap_or("beginning"))?;
+    // Ctrl-C from here on ends the reader cleanly, even during its first lookups.
+    crate::interrupted();
+    let ns = name_server(o.name_server.clone())?;
+    let route = admin::fetch_route(&ns, &crate::wire_name(&o.topic))?;
+    if o.count == Some(0) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let reader = crate::read::Reader {
+        topic: o.topic,
+        queue: o.queue,
+        start,
+        exit_at_end: o.exit_at_end,
+        count: o.count,
+        tags: o.expression,
+        format,
+    };
+    crate::read::run(reader, &route, quiet)
 }
 
 async fn consume(
@@ -229,30 +326,38 @@ async fn consume(
     ns: String,
     from: ConsumeFromWhere,
     timestamp: Option<i64>,
+    knobs: Vec<(String, String)>,
     shared: Arc<Shared>,
     quiet: bool,
 ) -> Outcome {
+    let mut stop = stop_signal();
     let repeats = Arc::new(std::sync::Mutex::new(Repeats::new(LOG_WINDOW)));
     let hook_repeats = repeats.clone();
-    let mut b = PushConsumer::builder(o.group.as_str())
+    let group = o.group.clone().unwrap_or_default();
+    let mut b = PushConsumer::builder(group.as_str())
         .name_server(ns)
         .message_model(if o.broadcast { MessageModel::Broadcasting } else { MessageModel::Clustering })
         .consume_from_where(from)
-        // One message per call and one call at a time: lines come in queue order, and a count
-        // stops exactly where the commit lands. Held batches end the drain after 1 s.
         .configure(|c| {
-            c.consume_message_batch_max_size(1)
-                .consume_thread_min(1)
-                .consume_thread_max(1)
-                .await_termination_when_shutdown(Duration::from_secs(1))
+            let c = match crate::credentials() {
+                Some(creds) => c.credentials(creds),
+                None => c,
+            };
+            match crate::namespace() {
+                Some(ns) => c.namespace(ns),
+                None => c,
+            }
         })
+        .configure(own_settings)
+        // Checked by knobs() already: a failure here cannot happen, and would keep the setting.
+        .configure(move |c| knobs.iter().fold(c, |c, (k, v)| c.clone().set(k, v).unwrap_or(c)))
         .on_event(move |e| {
             let Some(line) = describe(e).filter(|_| !quiet) else { return };
             // One line per cause per interval: a broker that stays down is not a line a second.
             let mut r = hook_repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match r.note(e, Instant::now()) {
-                Some(0) => eprintln!("rmqcat: {line}"),
-                Some(n) => eprintln!("rmqcat: {line} (and {n} more like it since)"),
+                Some(0) => say!("rmqcat: {line}"),
+                Some(n) => say!("rmqcat: {line} (and {n} more like it since)"),
                 None => {}
             }
         });
@@ -265,6 +370,9 @@ async fn consume(
     }
     if o.orderly {
         b = b.orderly();
+    }
+    if let Some(tls) = crate::tls() {
+        b = b.tls(tls);
     }
     let s = shared.clone();
     let consumer = b
@@ -289,14 +397,13 @@ async fn consume(
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            () = terminate() => break,
+            () = &mut stop => break,
             () = shared.done.notified() => break,
             _ = tick.tick() => {
                 progress.update(shared.printed.load(Ordering::SeqCst));
                 let due = repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner).due(Instant::now());
                 for (cause, n) in due.into_iter().filter(|_| !quiet) {
-                    eprintln!("rmqcat: {n} more in the last {}s: {cause}", LOG_WINDOW.as_secs());
+                    say!("rmqcat: {n} more in the last {}s: {cause}", LOG_WINDOW.as_secs());
                 }
             }
         }
@@ -306,21 +413,32 @@ async fn consume(
     consumer.shutdown().await;
     if !quiet {
         let n = shared.printed.load(Ordering::SeqCst);
-        eprintln!("rmqcat: consumed {} message(s); offsets committed", thousands(n));
+        say!("rmqcat: consumed {} message(s); offsets committed", thousands(n));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// SIGTERM (Unix): stop like Ctrl-C.
-async fn terminate() {
+/// Ctrl-C, or SIGTERM on Unix. Both are registered when this is called, not when the future is
+/// first polled, and the one future lives across the loop: a signal that arrives while the
+/// consumer starts, or between two turns of the loop, still stops it.
+fn stop_signal() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
     #[cfg(unix)]
     {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            s.recv().await;
-            return;
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut int), Ok(mut term)) =
+            (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        {
+            return Box::pin(async move {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            });
         }
     }
-    std::future::pending::<()>().await;
+    Box::pin(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 #[cfg(test)]
@@ -335,11 +453,12 @@ mod tests {
             parse_from("1700000000000").unwrap(),
             (ConsumeFromWhere::ConsumeFromTimestamp, Some(1_700_000_000_000))
         );
-        assert_eq!(parse_from("1970-01-01T00:00:00Z").unwrap().1, Some(0));
-        assert_eq!(parse_from("2026-12-02T10:00:00Z").unwrap().1, Some(1_796_205_600_000));
-        assert_eq!(parse_from("2000-02-29T23:59:59.5").unwrap().1, Some(951_868_799_500));
+        assert_eq!(parse_from("20261202100000").unwrap().1, Some(1_796_205_600_000));
         for bad in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-12-02", "12:00"] {
-            assert!(matches!(parse_from(bad), Err(Failure::Usage(_))), "{bad}");
+            match parse_from(bad) {
+                Err(Failure::Usage(m)) => assert!(m.contains("yyyyMMddHHmmss"), "{m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `rmqcat decode`: captured remoting frames → one JSON object per frame.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::ExitCode;
 
 use bytes::BytesMut;
@@ -18,7 +18,7 @@ use crate::{Failure, Outcome};
 #[derive(Args)]
 #[command(after_help = "Examples:
   rmqcat decode capture.bin                 raw frames, as read off the socket
-  rmqcat decode --hex tests/data/pull_found_small.hex
+  rmqcat decode --hex tests/data/pull_found_three.hex
   xxd -p capture.bin | rmqcat decode --hex -
 
 Bad bytes stop the decoding with the frame number, the byte offset and what is wrong (exit 1).")]
@@ -45,7 +45,6 @@ pub(crate) fn run(o: Opts) -> Outcome {
     }
     let codec = RemotingCodec::new();
     let mut buf = BytesMut::from(&bytes[..]);
-    let mut out = std::io::stdout().lock();
     let (mut at, mut n) = (0usize, 0usize);
     while !buf.is_empty() {
         let before = buf.len();
@@ -54,7 +53,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
                 n += 1;
                 let len = before - buf.len();
                 let line = frame_json(n, at, len, &cmd);
-                writeln!(out, "{line}").map_err(|e| Failure::Runtime(format!("writing: {e}")))?;
+                out!("{line}");
                 at += len;
             }
             Ok(None) => {

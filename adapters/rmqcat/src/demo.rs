@@ -80,7 +80,7 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
         }
     };
     if !quiet {
-        eprintln!(
+        say!(
             "rmqcat demo: {} messages of {} B over {} queues, through {place}",
             thousands(o.count),
             o.size,
@@ -203,27 +203,22 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
     };
     if !quiet {
         let produced_in = produced_in.unwrap_or(consumed_in);
-        eprintln!(
+        say!(
             "  produced   {:>9} in {produced_in:>8.2?}  ({} msg/s)",
             thousands(sent),
             thousands(per_sec(sent, produced_in))
         );
         if failed > 0 {
-            eprintln!("  not sent   {:>9}", thousands(failed));
+            say!("  not sent   {:>9}", thousands(failed));
         }
-        eprintln!(
+        say!(
             "  consumed   {:>9} in {consumed_in:>8.2?}  ({} msg/s)",
             thousands(seen.unique),
             thousands(per_sec(seen.unique, consumed_in))
         );
-        eprintln!("  duplicates {:>9}", thousands(seen.duplicates));
-        eprintln!("  lost       {:>9}", thousands(lost));
-        eprintln!(
-            "  latency    p50 {} ms, p99 {} ms, max {} ms (born → listener)",
-            pct(0.5),
-            pct(0.99),
-            pct(1.0)
-        );
+        say!("  duplicates {:>9}", thousands(seen.duplicates));
+        say!("  lost       {:>9}", thousands(lost));
+        say!("  latency    p50 {} ms, p99 {} ms, max {} ms (born → listener)", pct(0.5), pct(0.99), pct(1.0));
     }
     Ok(if lost > 0 || failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

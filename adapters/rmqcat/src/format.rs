@@ -3,12 +3,16 @@
 use base64::Engine;
 use rocketmq_push_core::MessageExt;
 use rocketmq_push_core::json::JsonWriter;
+use rocketmq_push_core::message::keys;
 
 /// The format when neither `-f` nor `--json` is given: the body and a newline.
 pub(crate) const DEFAULT: &str = "%s\\n";
 
 /// Placeholders, for error messages and `--help`.
-pub(crate) const PLACEHOLDERS: &str = "%t topic, %q queue id, %o offset, %i msg id, %k keys, %T tags, %s body, %S body size, %r reconsume times, %h user properties, %% a percent sign; \\n \\t \\\\ escapes";
+pub(crate) const PLACEHOLDERS: &str = "%s body, %S body size, %R body size as a 4-byte big-endian integer, \
+     %k keys, %K keys' size (-1 without keys), %T born timestamp (ms), %h user properties (k=v,…), \
+     %t topic, %p queue id, %o offset (these as kcat); RocketMQ's own: %g tag, %i msg id, \
+     %r reconsume times, %q queue id (as %p); %% a percent sign; \\n \\r \\t \\\\ \\xXX escapes";
 
 #[derive(Debug, PartialEq, Eq)]
 enum Piece {
@@ -18,9 +22,12 @@ enum Piece {
     Offset,
     MsgId,
     Keys,
+    KeysSize,
     Tags,
     Body,
     BodySize,
+    BodySizeBinary,
+    BornTimestamp,
     Reconsume,
     Properties,
 }
@@ -33,7 +40,7 @@ impl Format {
     pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let mut pieces = Vec::new();
         let mut lit = Vec::new();
-        let mut chars = s.chars();
+        let mut chars = s.chars().peekable();
         while let Some(c) = chars.next() {
             match c {
                 '%' => {
@@ -43,13 +50,16 @@ impl Format {
                             continue;
                         }
                         Some('t') => Piece::Topic,
-                        Some('q') => Piece::Queue,
+                        Some('p' | 'q') => Piece::Queue,
                         Some('o') => Piece::Offset,
                         Some('i') => Piece::MsgId,
                         Some('k') => Piece::Keys,
-                        Some('T') => Piece::Tags,
+                        Some('K') => Piece::KeysSize,
+                        Some('g') => Piece::Tags,
+                        Some('T') => Piece::BornTimestamp,
                         Some('s') => Piece::Body,
                         Some('S') => Piece::BodySize,
+                        Some('R') => Piece::BodySizeBinary,
                         Some('r') => Piece::Reconsume,
                         Some('h') => Piece::Properties,
                         Some(other) => {
@@ -71,8 +81,18 @@ impl Format {
                 // Shells make a literal newline awkward to type: accept the escapes.
                 '\\' => match chars.next() {
                     Some('n') => lit.push(b'\n'),
+                    Some('r') => lit.push(b'\r'),
                     Some('t') => lit.push(b'\t'),
                     Some('\\') => lit.push(b'\\'),
+                    // \xXX: a byte in hex, as kcat.
+                    Some('x') => {
+                        let hex: String =
+                            std::iter::from_fn(|| chars.next_if(char::is_ascii_hexdigit)).take(2).collect();
+                        match u8::from_str_radix(&hex, 16) {
+                            Ok(b) => lit.push(b),
+                            Err(_) => return Err(format!("format {s:?}: \\x needs one or two hex digits")),
+                        }
+                    }
                     Some(other) => {
                         lit.push(b'\\');
                         let mut buf = [0; 4];
@@ -103,15 +123,36 @@ impl Format {
                 Piece::Offset => write!(out, "{}", m.queue_offset),
                 Piece::MsgId => out.write_all(m.msg_id().as_bytes()),
                 Piece::Keys => out.write_all(m.keys().collect::<Vec<_>>().join(" ").as_bytes()),
+                Piece::KeysSize => match m.property(keys::KEYS) {
+                    Some(_) => write!(out, "{}", m.keys().collect::<Vec<_>>().join(" ").len()),
+                    None => out.write_all(b"-1"),
+                },
                 Piece::Tags => out.write_all(m.tags().unwrap_or("").as_bytes()),
                 Piece::Body => out.write_all(&m.body),
                 Piece::BodySize => write!(out, "{}", m.body.len()),
+                Piece::BodySizeBinary => {
+                    out.write_all(&i32::try_from(m.body.len()).unwrap_or(i32::MAX).to_be_bytes())
+                }
+                Piece::BornTimestamp => write!(out, "{}", m.born_timestamp),
                 Piece::Reconsume => write!(out, "{}", m.reconsume_times),
                 Piece::Properties => {
                     let pairs: Vec<String> = m.properties.user().map(|(k, v)| format!("{k}={v}")).collect();
                     out.write_all(pairs.join(",").as_bytes())
                 }
             };
+        }
+    }
+}
+
+/// One output line for `m`: `format`'s, or the JSON object (`--json`, `None`).
+pub(crate) fn render(format: Option<&Format>, m: &MessageExt, out: &mut Vec<u8>) {
+    match format {
+        Some(f) => f.write(out, m),
+        None => {
+            let mut w = JsonWriter::new();
+            message_json(&mut w, m);
+            out.extend_from_slice(w.finish().as_bytes());
+            out.push(b'\n');
         }
     }
 }
@@ -137,10 +178,15 @@ pub(crate) fn message_json(w: &mut JsonWriter, m: &MessageExt) {
         .field_int("storeTimestamp", m.store_timestamp)
         .field_str("storeHost", &m.store_host.to_string())
         .field_int("commitLogOffset", m.commit_log_offset)
+        .field_int("preparedTransactionOffset", m.prepared_transaction_offset)
+        .field_int("flag", i64::from(m.flag))
         .field_int("sysFlag", i64::from(m.sys_flag))
+        .field_int("bodyCRC", i64::from(m.body_crc))
+        .field_int("storeSize", i64::from(m.store_size))
         .key("properties")
         .begin_object();
-    for (k, v) in m.properties.iter() {
+    // One key per name, the last value winning, as Java's MessageExt.getProperties().
+    for (k, v) in m.properties.distinct() {
         w.field_str(k, v);
     }
     w.end_object().field_int("bodySize", m.body.len() as i64);
@@ -164,7 +210,6 @@ pub(crate) fn body_json(w: &mut JsonWriter, body: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocketmq_push_core::message::keys;
 
     fn msg() -> MessageExt {
         let mut m = MessageExt::new("T", &b"hello"[..]);
@@ -182,18 +227,75 @@ mod tests {
 
     #[test]
     fn placeholders_and_escapes() {
-        let f = Format::parse("%t/%q@%o %i [%k] %T %s(%S) r%r {%h} 100%%\\n").unwrap();
+        let f = Format::parse("%t/%q@%o %i [%k] %g %s(%S) r%r {%h} 100%%\\n").unwrap();
+        let mut m = msg();
         let mut out = Vec::new();
-        f.write(&mut out, &msg());
+        f.write(&mut out, &m);
         assert_eq!(String::from_utf8(out).unwrap(), "T/3@42 ID1 [k1 k2] TagA hello(5) r1 {color=red} 100%\n");
+        // kcat's letters: %p partition (queue), %T timestamp, %K key size, %R binary size.
+        m.born_timestamp = 1_700_000_000_123;
+        let f = Format::parse("%p|%T|%K|%R|\\x41\\r\\t").unwrap();
+        let mut out = Vec::new();
+        f.write(&mut out, &m);
+        assert_eq!(out, b"3|1700000000123|5|\0\0\0\x05|A\r\t");
+        m.properties = m.properties.without(keys::KEYS);
+        let mut out = Vec::new();
+        Format::parse("%K").unwrap().write(&mut out, &m);
+        assert_eq!(out, b"-1", "kcat's -1 for no key");
     }
 
     #[test]
     fn malformed_formats_say_what_to_fix() {
         let e = Format::parse("%s %z").unwrap_err();
         assert!(e.contains("%z") && e.contains("%t topic"), "{e}");
+        assert!(Format::parse("\\xZZ").unwrap_err().contains("hex"));
         assert!(Format::parse("50%").unwrap_err().contains("lone %"));
         assert_eq!(Format::parse("a\\qb").unwrap(), Format(vec![Piece::Lit(b"a\\qb".to_vec())]));
+    }
+
+    #[test]
+    fn json_carries_every_field_of_a_java_message_ext_and_one_key_per_property() {
+        let mut m = msg();
+        (m.flag, m.sys_flag, m.body_crc, m.store_size) = (7, 4, -12345, 321);
+        (m.prepared_transaction_offset, m.commit_log_offset) = (99, 4096);
+        (m.born_timestamp, m.store_timestamp) = (1_700_000_000_000, 1_700_000_000_005);
+        // A batch entry: the batch's UNIQ_KEY and WAIT, then the entry's own.
+        m.properties = rocketmq_push_core::message::Properties::from_pairs([
+            (keys::WAIT, "true"),
+            (keys::UNIQ_KEY, "BATCH"),
+            (keys::UNIQ_KEY, "ENTRY"),
+            (keys::WAIT, "false"),
+        ]);
+        let mut w = JsonWriter::new();
+        message_json(&mut w, &m);
+        let text = w.finish();
+        assert_eq!(text.matches("\"UNIQ_KEY\"").count(), 1, "{text}");
+        assert_eq!(text.matches("\"WAIT\"").count(), 1, "{text}");
+        let v = rocketmq_push_core::json::Value::parse(text.as_bytes()).unwrap();
+        let int = |k: &str| v.get(k).and_then(|x| x.as_i64()).unwrap_or_else(|| panic!("{k} in {text}"));
+        let expect = [
+            ("queueId", 3),
+            ("queueOffset", 42),
+            ("flag", 7),
+            ("sysFlag", 4),
+            ("bodyCRC", -12345),
+            ("storeSize", 321),
+            ("bornTimestamp", 1_700_000_000_000),
+            ("storeTimestamp", 1_700_000_000_005),
+            ("reconsumeTimes", 1),
+            ("commitLogOffset", 4096),
+            ("preparedTransactionOffset", 99),
+        ];
+        for (k, want) in expect {
+            assert_eq!(int(k), want, "{k}");
+        }
+        for k in ["bornHost", "storeHost", "msgId", "offsetMsgId", "topic", "body"] {
+            assert!(v.get(k).and_then(|x| x.as_str()).is_some(), "{k} in {text}");
+        }
+        let props = v.get("properties").unwrap();
+        assert_eq!(props.get("UNIQ_KEY").and_then(|x| x.as_str()), Some("ENTRY"), "the last wins, as Java");
+        assert_eq!(props.get("WAIT").and_then(|x| x.as_str()), Some("false"));
+        assert_eq!(v.get("msgId").and_then(|x| x.as_str()), Some("ENTRY"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::{Failure, Outcome, TIMEOUT, admin, name_server};
   rmqcat produce -t TopicA -T TagA -k order-1 -p color=red < lines.txt
   rmqcat produce -t TopicA --count 100000 --size 1024      generated load
   rmqcat produce -t NewTopic --create 8 --count 10         create the topic first
+  rmqcat produce -t TopicA --count 30000 --rate 2000       paced: 2,000 a second
 
 Prints a summary on stderr: sent, failed, messages per second. Exit 1 if any send failed.")]
 pub(crate) struct Opts {
@@ -42,6 +43,9 @@ pub(crate) struct Opts {
     /// Body size of generated messages, bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 100, requires = "count")]
     size: usize,
+    /// Send at most this many messages a second, evenly paced (for latency measurements).
+    #[arg(long, value_name = "PER_SEC", value_parser = clap::value_parser!(u32).range(1..))]
+    rate: Option<u32>,
     /// Create the topic first, with this many queues on every broker.
     #[arg(long, value_name = "QUEUES", value_parser = clap::value_parser!(i32).range(1..=1024))]
     create: Option<i32>,
@@ -59,9 +63,11 @@ pub(crate) fn parse_properties(raw: &[String]) -> Result<Vec<(String, String)>, 
 
 /// A producer whose route to `topic` is known; a missing topic is a one-line error.
 pub(crate) fn producer_for(ns: &str, topic: &str) -> Result<Producer, Failure> {
-    let first = ns.split(';').next().unwrap_or(ns).trim();
-    admin::connect(first, "name server")?;
-    let mut p = Producer::new(first, TIMEOUT);
+    let (first, _) = admin::connect_name_server(ns)?;
+    let first = first.as_str();
+    let mut p = Producer::new(first, TIMEOUT)
+        .with_credentials(crate::credentials())
+        .with_transport(crate::transport());
     match p.queues(topic) {
         Ok(q) if !q.is_empty() => Ok(p),
         Ok(_) => Err(Failure::Runtime(format!("topic {topic} has no writable queue"))),
@@ -72,7 +78,8 @@ pub(crate) fn producer_for(ns: &str, topic: &str) -> Result<Producer, Failure> {
     }
 }
 
-pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
+pub(crate) fn run(mut o: Opts, quiet: bool) -> Outcome {
+    o.topic = crate::wire_name(&o.topic);
     let props = parse_properties(&o.properties)?;
     let ns = name_server(o.name_server)?;
     if let Some(queues) = o.create {
@@ -100,6 +107,14 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
         m
     };
     let mut progress = Progress::new("produced", o.count, quiet);
+    let started = std::time::Instant::now();
+    // Message i leaves no earlier than i / rate seconds after the start.
+    let pace = |i: u64| {
+        if let Some(r) = o.rate {
+            let due = started + std::time::Duration::from_secs_f64(i as f64 / f64::from(r));
+            std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+        }
+    };
     let (mut sent, mut failed) = (0u64, 0u64);
     let mut send = |producer: &mut Producer, m: Message, progress: &mut Progress| {
         match producer.send(m) {
@@ -109,7 +124,7 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
                 // The first few failures are worth a line each; after that the summary says it.
                 if failed <= 5 {
                     progress.finish();
-                    eprintln!("rmqcat: send failed: {e}");
+                    say!("rmqcat: send failed: {e}");
                 }
             }
         }
@@ -121,6 +136,7 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
                 let mut body = format!("rmqcat-{i}-").into_bytes();
                 body.resize(o.size.max(body.len()), b'x');
                 body.truncate(o.size);
+                pace(i);
                 send(&mut producer, build(body), &mut progress);
             }
         }
@@ -128,7 +144,7 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
             let mut line = Vec::new();
-            loop {
+            for i in 0.. {
                 line.clear();
                 let n = input
                     .read_until(b'\n', &mut line)
@@ -142,6 +158,7 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
                         line.pop();
                     }
                 }
+                pace(i);
                 send(&mut producer, build(line.clone()), &mut progress);
             }
         }
@@ -149,7 +166,7 @@ pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
     progress.finish();
     if !quiet {
         let took = progress.elapsed();
-        eprintln!(
+        say!(
             "rmqcat: sent {}, failed {}, {} msg/s ({took:.1?})",
             thousands(sent),
             thousands(failed),

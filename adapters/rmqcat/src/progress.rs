@@ -61,7 +61,10 @@ impl Progress {
     /// Clear the line.
     pub(crate) fn finish(&mut self) {
         if self.live && self.last.is_some() {
-            eprint!("\r\x1b[K");
+            {
+                use std::io::Write as _;
+                let _ = std::io::stderr().write_all(b"\r\x1b[K");
+            };
         }
     }
 

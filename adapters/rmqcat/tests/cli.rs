@@ -172,7 +172,7 @@ fn produce_then_consume_against_the_simulator() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("sent 50, failed 0"), "{}", text(&o.stderr));
 
-    let fmt = "%q %o %s %T [%k] {%h}\\n";
+    let fmt = "%q %o %s %g [%k] {%h}\\n";
     let o = run(&["consume", "-n", ns, "-g", "G", "-t", "T", "--from", "first", "-c", "20", "-f", fmt]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let first = text(&o.stdout);
@@ -219,6 +219,32 @@ fn produce_then_consume_against_the_simulator() {
     assert_eq!(p.len(), 50);
     assert!(in_order_per_queue(&p));
 
+    // -X: Java's knobs by name reach the consumer (broadcasting: offsets stay local).
+    let dir = std::env::temp_dir().join(format!("rmqcat-x-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = bin()
+        .args(["consume", "-n", ns, "-g", "GX", "-t", "T", "--from", "first", "-c", "50"])
+        .args(["-X", "messageModel=BROADCASTING", "-X", "pullBatchSize=8", "-f", "%q %o\\n"])
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(positions(&text(&o.stdout)).len(), 50);
+    assert!((0..4).all(|q| s.committed_offset(0, "GX", "T", q).is_none()), "nothing committed on the broker");
+    let _ = std::fs::remove_dir_all(&dir);
+    for (x, what) in [
+        ("pullBatchSize=0", "pullBatchSize"),
+        ("pullBatchSise=8", "unknown knob \"pullBatchSise\"; known: messageModel"),
+        ("consumeTimeout=soon", "minutes"),
+        ("pullBatchSize", "expected KNOB=VALUE"),
+    ] {
+        one_line_error(&run(&["consume", "-n", ns, "-g", "G3", "-t", "T", "-X", x]), 2, what);
+    }
+    one_line_error(&run(&["consume", "-n", ns, "-t", "T", "-X", "pullBatchSize=8"]), 2, "-X needs a group");
+    for own in ["consumeThreadMax=4", "consumeMessageBatchMaxSize=8", "namespace=x"] {
+        one_line_error(&run(&["consume", "-n", ns, "-g", "G3", "-t", "T", "-X", own]), 2, "rmqcat sets");
+    }
+
     // Generated load, then the group's lag.
     let o = run(&["produce", "-n", ns, "-t", "T", "--count", "100", "--size", "10"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -227,6 +253,127 @@ fn produce_then_consume_against_the_simulator() {
     assert!(text(&o.stdout).contains("total lag: 100"), "{}", text(&o.stdout));
     let o = run(&["route", "-n", ns, "-t", "T"]);
     assert!(text(&o.stdout).contains("4 read / 4 write queues"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn reading_without_a_group_pulls_from_the_offsets_asked_and_commits_nothing() {
+    let s = sim(&[("T", 4)]);
+    let ns = s.name_server();
+    let lines: String = (1..=40).map(|i| format!("m-{i}\n")).collect();
+    let tagged = |i: i32| if i % 2 == 0 { "TagA" } else { "TagB" };
+    for tag in ["TagA", "TagB"] {
+        let mine: String = lines
+            .lines()
+            .enumerate()
+            .filter(|(i, _)| tagged(*i as i32) == tag)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
+        let o = run_with_stdin(&["produce", "-n", ns, "-t", "T", "-T", tag], mine.as_bytes());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let read = |extra: &[&str]| {
+        let o = run(&[&["consume", "-n", ns, "-t", "T", "-f", "%p %o %g %s\\n"][..], extra].concat());
+        assert!(o.status.success(), "{extra:?}: {}", text(&o.stderr));
+        (text(&o.stdout), text(&o.stderr))
+    };
+    // -e: every queue to its end, in offset order per queue, and a count on stderr.
+    let (all, err) = read(&["-e"]);
+    let p = positions(&all);
+    assert_eq!(p.len(), 40, "{all}");
+    assert!(in_order_per_queue(&p));
+    assert!(err.contains("read 40 message(s)"), "{err}");
+    // -o -N: the last N of each queue; -o N: from offset N; -o end: nothing yet.
+    let (last, _) = read(&["-e", "-o", "-2"]);
+    let maxes: Vec<i64> = (0..4).map(|q| s.with(move |w, _| w.brokers[0].max_offset("T", q))).collect();
+    let want: Vec<(i32, i64)> =
+        (0..4).flat_map(|q| [(q, maxes[q as usize] - 2), (q, maxes[q as usize] - 1)]).collect();
+    let mut got = positions(&last);
+    got.sort();
+    assert_eq!(got, want);
+    let (from3, _) = read(&["-e", "-p", "1", "-o", "3"]);
+    assert_eq!(positions(&from3), (3..maxes[1]).map(|o| (1, o)).collect::<Vec<_>>(), "queue 1 only, from 3");
+    assert_eq!(read(&["-e", "-o", "end"]).0, "");
+    // -o @TIME: what was stored after it (here: nothing, then everything).
+    let future = (std::time::SystemTime::now() + Duration::from_secs(60))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    assert_eq!(read(&["-e", "-o", &format!("@{future}")]).0, "");
+    assert_eq!(positions(&read(&["-e", "-o", "@1970-01-01T00:00:00Z"]).0).len(), 40);
+    // Tags filter; a count stops early.
+    let (a, _) = read(&["-e", "-T", "TagA"]);
+    assert_eq!(a.lines().count(), 20);
+    assert!(a.lines().all(|l| l.split(' ').nth(2) == Some("TagA")), "{a}");
+    assert_eq!(read(&["-c", "7"]).0.lines().count(), 7, "a count ends a reader without -e");
+    // Without -e or -c it reads on until Ctrl-C, then says how many and exits 0.
+    let mut child = bin()
+        .args(["consume", "-n", ns, "-t", "T", "-f", "%p %o\\n"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..40 {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "40 lines before Ctrl-C");
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "Ctrl-C is a clean exit: {}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("read 40 message(s)"), "{}", text(&o.stderr));
+    // Nothing joined a group, nothing was committed.
+    assert!(s.with(|w, _| w.brokers[0].members("rmqcat_reader").is_empty()));
+    assert!((0..4).all(|q| s.committed_offset(0, "rmqcat_reader", "T", q).is_none()));
+    // Flags of the other mode, bad offsets and queues: one line, exit 2.
+    one_line_error(&run(&["consume", "-n", ns, "-t", "T", "-o", "middle"]), 2, "expected beginning, end");
+    one_line_error(&run(&["consume", "-n", ns, "-t", "T", "-o", "@noon"]), 2, "RFC 3339");
+    one_line_error(&run(&["consume", "-n", ns, "-t", "T", "-p", "9"]), 2, "has queues [0, 1, 2, 3]");
+    one_line_error(
+        &run(&["consume", "-n", ns, "-t", "T", "-g", "G", "-o", "5"]),
+        2,
+        "-o reads without a group",
+    );
+    one_line_error(&run(&["consume", "-n", ns, "-t", "T", "--from", "first"]), 2, "--from needs a group");
+}
+
+#[test]
+fn a_config_file_holds_the_cluster_and_java_knobs_and_flags_win_over_it() {
+    let s = sim(&[("T", 2)]);
+    let ns = s.name_server();
+    let dir = std::env::temp_dir().join(format!("rmqcat-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("team.toml");
+    let write = |text: &str| std::fs::write(&file, text).unwrap();
+    let cfg = file.to_str().unwrap();
+    write(&format!("namesrvAddr = \"{ns}\"\nmessageModel = \"BROADCASTING\"\npullBatchSize = 8\n"));
+    let o = run(&["produce", "--config", cfg, "-t", "T", "--count", "20"]);
+    assert!(o.status.success(), "the file's name server: {}", text(&o.stderr));
+    let o = bin()
+        .args(["consume", "--config", cfg, "-g", "GF", "-t", "T", "--from", "first", "-c", "20"])
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).lines().count(), 20);
+    assert!((0..2).all(|q| s.committed_offset(0, "GF", "T", q).is_none()), "the file's messageModel applied");
+    // A flag wins over the file: -n over an unreachable namesrvAddr.
+    write("namesrvAddr = \"127.0.0.1:1\"\n");
+    let o = run(&["route", "--config", cfg, "-n", ns, "-t", "T"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Bad files: one line naming the file and the problem, exit 2, before anything connects.
+    write("pullBatchSise = 8\n");
+    one_line_error(&run(&["route", "--config", cfg, "-t", "T"]), 2, "unknown key \"pullBatchSise\"");
+    write(&format!("namesrvAddr = \"{ns}\"\npullBatchSize = 0\n"));
+    one_line_error(
+        &run(&["consume", "--config", cfg, "-g", "G", "-t", "T"]),
+        2,
+        "invalid pullBatchSize = 0: allowed 1..=1024 (set by --config or -X)",
+    );
+    write("namesrvAddr = \n");
+    one_line_error(&run(&["route", "--config", cfg, "-t", "T"]), 2, "team.toml");
+    one_line_error(&run(&["route", "--config", "/nonexistent.toml", "-t", "T"]), 2, "/nonexistent.toml");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -279,6 +426,40 @@ fn demo_runs_without_a_broker() {
     assert!(err.contains("latency    p50"), "{err}");
     let o = run(&["demo", "-q", "--count", "100"]);
     assert!(o.status.success() && o.stderr.is_empty(), "quiet: {}", text(&o.stderr));
+}
+
+/// A pipe whose reader is already gone: every write to it fails with a broken pipe.
+#[cfg(unix)]
+fn closed_pipe() -> Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: `pipe` fills both descriptors on success; each is owned exactly once below.
+    let (reader, writer) = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0, "pipe");
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(reader);
+    writer.into()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_or_stderr_ends_quietly_never_in_a_panic_or_an_abort() {
+    let hex = data("pull_found_three.hex");
+    let hex = hex.to_str().unwrap();
+    // `rmqcat … | head -1`: stdout closes under it; what it would print has nowhere to go.
+    let o = bin().args(["decode", "--hex", hex]).stdout(closed_pipe()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", text(&o.stderr));
+    assert!(o.stderr.is_empty(), "nothing to report: {}", text(&o.stderr));
+    // Progress and summary lines on a closed stderr, stdout closed too.
+    let o =
+        bin().args(["demo", "--count", "200"]).stdout(closed_pipe()).stderr(closed_pipe()).status().unwrap();
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    // A usage error keeps its exit status when it cannot be printed.
+    let o = bin().args(["consume", "--bogus"]).stderr(closed_pipe()).status().unwrap();
+    assert_eq!(o.code(), Some(2), "{o:?}");
+    let o = bin().args(["decode", "--hex", "/nonexistent"]).stderr(closed_pipe()).status().unwrap();
+    assert_eq!(o.code(), Some(1), "{o:?}");
 }
 
 /// The real broker's name server, or `None` (skipped) unless RMQ_REQUIRE_BROKER=1.
@@ -336,8 +517,87 @@ fn against_the_real_broker() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let table = text(&o.stdout);
     assert!(table.contains(&topic) && table.contains("total lag: 0"), "{table}");
+    // SQL92: the broker checks the expression at start, as Java's start() has it checked; a bad
+    // one is a usage error before the group exists anywhere, a good one filters.
+    let bad_group = format!("{group}_badsql");
+    for bad in ["a >", "color = 'red' AND", "a > > 5"] {
+        let o = run(&["consume", "-n", &ns, "-g", &bad_group, "-t", &topic, "--sql", bad, "-c", "1"]);
+        one_line_error(&o, 2, &format!("invalid --sql expression {bad:?}"));
+    }
+    let o = run(&["group", "-n", &ns, "-g", &bad_group]);
+    assert!(
+        !o.status.success() && !text(&o.stdout).contains(&topic),
+        "nothing committed: {}",
+        text(&o.stdout)
+    );
+    let lines: String = (1..=5).map(|i| format!("sql-{i}\n")).collect();
+    let o = run_with_stdin(&["produce", "-n", &ns, "-t", &topic, "-p", "a=7"], lines.as_bytes());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sql_group = format!("{group}_sql");
+    let args = ["consume", "-n", &ns, "-g", &sql_group, "-t", &topic, "--sql", "a > 5", "--from", "first"];
+    let o = run(&[&args[..], &["-c", "5", "-f", "%s\\n"]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got: BTreeSet<String> = text(&o.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(got, (1..=5).map(|i| format!("sql-{i}")).collect(), "only a > 5, of 35 stored");
+    // Without a group: the whole topic to its end, by plain pulls.
+    let o = run(&["consume", "-n", &ns, "-t", &topic, "-e", "-f", "%p %o\\n"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let p = positions(&text(&o.stdout));
+    assert_eq!(p.len(), 35);
+    assert!(in_order_per_queue(&p));
     let o = run(&["demo", "-n", &ns, "--count", "2000"]);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_eq!(summary(&err, "lost"), 0, "{err}");
+}
+
+#[test]
+fn a_namespace_wraps_what_travels_and_not_what_is_shown() {
+    let Some(ns) = real_name_server() else { return };
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let (space, topic, group) =
+        (format!("nsp{stamp}"), format!("rmqcat_ns_{stamp}"), format!("rmqcat_ns_g_{stamp}"));
+    let lines: String = (1..=5).map(|i| format!("ns-{i}\n")).collect();
+    let o = run_with_stdin(
+        &["produce", "-n", &ns, "--namespace", &space, "-t", &topic, "--create", "2"],
+        lines.as_bytes(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // On the wire the topic is NS%topic; without the namespace the bare name does not exist.
+    let wire = format!("{space}%{topic}");
+    assert!(run(&["route", "-n", &ns, "-t", &wire]).status.success());
+    assert_eq!(run(&["route", "-n", &ns, "-t", &topic]).status.code(), Some(1));
+    let o = run(&[
+        "consume",
+        "-n",
+        &ns,
+        "--namespace",
+        &space,
+        "-g",
+        &group,
+        "-t",
+        &topic,
+        "--from",
+        "first",
+        "-c",
+        "5",
+        "-f",
+        "%t %s\\n",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let consumed = format!("{out}{}", text(&o.stderr));
+    assert_eq!(out.lines().count(), 5, "{out}");
+    assert!(
+        out.lines().all(|l| l.starts_with(&format!("{topic} ns-"))),
+        "the listener sees the bare topic: {out}"
+    );
+    // The group's progress is under the wrapped group, found with the same flag.
+    let o = run(&["group", "-n", &ns, "--namespace", &space, "-g", &group, "-t", &topic]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("total lag: 0"),
+        "{}\nthe consumer printed:\n{consumed}",
+        text(&o.stdout)
+    );
 }
