@@ -23,7 +23,8 @@
 # concurrent first calls safe.
 #
 # Environment: JAVA (default java), MVN (default mvn), RMQ_JAVA_PRODUCER_DIR (default
-# <repo>/target/java-producer), RMQ_JAVA_OPTS (extra JVM options).
+# <repo>/target/java-producer), RMQ_JAVA_OPTS (extra JVM options; -Drmqtest.namespace=NS gives the
+# producer Java's namespace NS).
 # Exit status: 0 on success, non-zero on any failure (usage 2).
 set -euo pipefail
 

@@ -36,6 +36,22 @@
 #   RMQ_NAMESRV_PORT  name server port          (default 9876)
 #   RMQ_BROKER_PORT   broker listenPort         (default 10911; the broker also binds PORT-2 and PORT+1)
 #   RMQ_TOPOLOGY      single | 2m | ms          (default single; only read by start)
+#   RMQ_ACL           1: ACL 1.0 request signing enforced (aclEnable=true, conf/plain_acl.yml with
+#                     admin RocketMQ/12345678 and a plain user rmq_user/rmq_secret allowed PUB|SUB on
+#                     every topic but rmq_denied (PUB only; 4.9.x only: 5.3.3's migration to ACL
+#                     2.0 drops topicPerms, checked) and SUB on every group; no address white
+#                     list, so every request from 127.0.0.1 must be signed). Only read by start; `env` prints RMQ_ACL,
+#                     RMQ_ACCESS_KEY and RMQ_SECRET_KEY (the plain user) for such a run.
+#   RMQ_NAMESRVS      1 (default) | 2: a second name server (role namesrv-b) on RMQ_NAMESRV_B_PORT
+#                     (default RMQ_NAMESRV_PORT+1); every broker registers with both, `env` prints
+#                     NAMESRV_ADDR as "a;b" (and NAMESRV_B_ADDR). Only read by start.
+#   RMQ_TLS           off (default) | enforcing | permissive: TLS on the name server's and every
+#                     broker's ports (Java's tls.server.mode), with a test CA and a server
+#                     certificate for IP 127.0.0.1 / DNS localhost made by openssl in <run>/tls
+#                     (tls.test.mode.enable=false: the servers present that certificate). Enforcing:
+#                     plain connections are closed, the brokers reach the name server over TLS,
+#                     and `admin` runs mqadmin with -Dtls.enable=true. Only read by start; `env`
+#                     prints RMQ_TLS and RMQ_TLS_CA (the CA file) for such a run.
 #   RMQ_BROKER_B_PORT broker-b listenPort (2m)  (default RMQ_BROKER_PORT+10)
 #   RMQ_SLAVE_PORT    slave listenPort (ms)     (default RMQ_BROKER_PORT+10)
 #   RMQ_BOOT_TIMEOUT  seconds to wait for each "boot success" line (default 90)
@@ -228,9 +244,18 @@ SLAVE_PORT=${RMQ_SLAVE_PORT:-$(( BROKER_PORT + 10 ))}
 [[ $BROKER_B_PORT =~ ^[0-9]+$ ]] || die "RMQ_BROKER_B_PORT must be a number, not '$BROKER_B_PORT'"
 [[ $SLAVE_PORT =~ ^[0-9]+$ ]] || die "RMQ_SLAVE_PORT must be a number, not '$SLAVE_PORT'"
 TOPOLOGY=${RMQ_TOPOLOGY:-single}
+ACL=${RMQ_ACL:-0}
+TLS=${RMQ_TLS:-off}
+NAMESRVS=${RMQ_NAMESRVS:-1}
+[[ $NAMESRVS == 1 || $NAMESRVS == 2 ]] || die "RMQ_NAMESRVS must be 1 or 2, not '$NAMESRVS'"
+NS_B_PORT=${RMQ_NAMESRV_B_PORT:-$(( NS_PORT + 1 ))}
+[[ $NS_B_PORT =~ ^[0-9]+$ ]] || die "RMQ_NAMESRV_B_PORT must be a number, not '$NS_B_PORT'"
+case "$TLS" in off|enforcing|permissive) ;; *) die "RMQ_TLS must be off, enforcing or permissive, not '$TLS'" ;; esac
 JAVA=${JAVA:-java}
 MVN=${MVN:-mvn}
 HOST=127.0.0.1
+NS_ADDRS="$HOST:$NS_PORT"
+[[ $NAMESRVS == 2 ]] && NS_ADDRS+=";$HOST:$NS_B_PORT"
 CURRENT="$RMQ_STATE/current"
 ALL_BROKER_ROLES=(slave broker-b broker)   # stop order: replicas first, broker-a's master last
 
@@ -309,7 +334,20 @@ topology_brokers() { # topology -> broker roles in start order
     *) echo "broker" ;;
   esac
 }
-topology_roles() { echo "namesrv $(topology_brokers "$1")"; }
+# The name servers of the current run (or of the coming start when there is none).
+namesrv_roles() {
+  local n=$NAMESRVS run
+  if run=$(current_run 2>/dev/null) && [[ -f $run/meta ]]; then n=$(meta_get_run "$run" NAMESRVS 1); fi
+  if [[ $n == 2 ]]; then echo "namesrv namesrv-b"; else echo namesrv; fi
+}
+topology_roles() { echo "$(namesrv_roles) $(topology_brokers "$1")"; }
+is_namesrv_role() { [[ $1 == namesrv || $1 == namesrv-b ]]; }
+# Every name server of a run, as brokers and clients are given them ("a;b").
+namesrv_addrs() { # run
+  local a="$HOST:$(role_port "$1" namesrv)"
+  [[ $(meta_get_run "$1" NAMESRVS 1) == 2 ]] && a+=";$HOST:$(role_port "$1" namesrv-b)"
+  echo "$a"
+}
 is_broker_role() { [[ $1 == broker || $1 == broker-b || $1 == slave ]]; }
 
 current_run() { [[ -L $CURRENT || -d $CURRENT ]] || return 1; readlink -f "$CURRENT"; }
@@ -337,6 +375,7 @@ role_conf() { echo "$1/$2.conf"; }
 role_port() { # run role -> its listen port (from the run's meta, else from the environment)
   case "$2" in
     namesrv) meta_get_run "$1" NAMESRV_PORT "$NS_PORT" ;;
+    namesrv-b) meta_get_run "$1" NAMESRV_B_PORT "$NS_B_PORT" ;;
     broker) meta_get_run "$1" BROKER_PORT "$BROKER_PORT" ;;
     broker-b) meta_get_run "$1" BROKER_B_PORT "$BROKER_B_PORT" ;;
     slave) meta_get_run "$1" SLAVE_PORT "$SLAVE_PORT" ;;
@@ -344,11 +383,11 @@ role_port() { # run role -> its listen port (from the run's meta, else from the 
 }
 role_log() { # run role -> its main log file
   local home; home=$(role_home "$1" "$2")
-  if [[ $2 == namesrv ]]; then echo "$home/logs/rocketmqlogs/namesrv.log"; else echo "$home/logs/rocketmqlogs/broker.log"; fi
+  if is_namesrv_role "$2"; then echo "$home/logs/rocketmqlogs/namesrv.log"; else echo "$home/logs/rocketmqlogs/broker.log"; fi
 }
 # A broker binds listenPort, listenPort-2 (fast/VIP) and listenPort+1 (HA); a name server one port.
 role_ports() { # role port
-  if [[ $1 == namesrv ]]; then echo "$2"; else echo "$(( $2 - 2 )) $2 $(( $2 + 1 ))"; fi
+  if is_namesrv_role "$1"; then echo "$2"; else echo "$(( $2 - 2 )) $2 $(( $2 + 1 ))"; fi
 }
 
 # ------------------------------------------------------------------------------------ process utils
@@ -376,7 +415,7 @@ alive() {
 }
 run_has_live_process() { # run
   local r
-  for r in namesrv "${ALL_BROKER_ROLES[@]}"; do pid_of "$r" "$1" >/dev/null && return 0; done
+  for r in namesrv namesrv-b "${ALL_BROKER_ROLES[@]}"; do pid_of "$r" "$1" >/dev/null && return 0; done
   return 1
 }
 
@@ -408,7 +447,7 @@ brokerClusterName=DefaultCluster
 brokerName=$2
 brokerId=$3
 brokerRole=$4
-namesrvAddr=$HOST:$NS_PORT
+namesrvAddr=$NS_ADDRS
 brokerIP1=$HOST
 brokerIP2=$HOST
 listenPort=$5
@@ -441,6 +480,13 @@ write_confs() { # run topology
 listenPort=$NS_PORT
 bindAddress=$HOST
 EOF
+  if [[ $NAMESRVS == 2 ]]; then
+    mkdir -p "$run/namesrv-b"
+    cat >"$run/namesrv-b.conf" <<EOF
+listenPort=$NS_B_PORT
+bindAddress=$HOST
+EOF
+  fi
   write_broker_conf "$run/broker.conf" broker-a 0 ASYNC_MASTER "$BROKER_PORT" "$run/store"
   case "$topo" in
     2m)
@@ -463,13 +509,79 @@ EOF
   esac
 }
 
+write_acl() { # run topology version: every broker enforces ACL 1.0 with the accounts below
+  local run=$1 topo=$2 role dir
+  local v=$3
+  for role in $(topology_brokers "$topo"); do
+    if is_v4 "$v"; then
+      echo "aclEnable=true" >>"$(role_conf "$run" "$role")"
+    else
+      # 5.x ignores aclEnable: ACL 2.0 authentication, its users migrated from plain_acl.yml.
+      cat >>"$(role_conf "$run" "$role")" <<EOF
+authenticationEnabled=true
+authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider
+authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider
+initAuthenticationUser={"username":"RocketMQ","password":"12345678"}
+innerClientAuthenticationCredentials={"accessKey":"RocketMQ","secretKey":"12345678"}
+migrateAuthFromV1Enabled=true
+EOF
+    fi
+  done
+  # Every broker's ROCKETMQ_HOME (rocketmq.home.dir) is $run/home: one file serves them all.
+  dir="$run/home/conf"
+  mkdir -p "$dir"
+  cat >"$dir/plain_acl.yml" <<EOF
+globalWhiteRemoteAddresses: []
+accounts:
+  - accessKey: RocketMQ
+    secretKey: 12345678
+    admin: true
+  - accessKey: rmq_user
+    secretKey: rmq_secret
+    admin: false
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+    topicPerms:
+      - rmq_denied=PUB
+EOF
+}
+
+write_tls() { # run: a test CA and a server certificate (PKCS#8 key: 4.9's netty reads no other)
+  local dir="$1/tls"
+  command -v openssl >/dev/null || die "RMQ_TLS needs openssl"
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 30 \
+      -subj "/CN=rocketmq-push test CA" -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" 2>/dev/null
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+      "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 30 \
+      -extfile server.ext 2>/dev/null
+  ) || die "openssl could not make the test certificates"
+  grep -q "BEGIN PRIVATE KEY" "$dir/server.key" || die "$dir/server.key is not PKCS#8"
+  : >"$dir/none.properties"
+}
+
+tls_jvm_flags() { # run -> the -D flags of the run's TLS mode (none when off)
+  local run=$1 mode; mode=$(meta_get_run "$run" TLS off)
+  [[ $mode == off ]] && return 0
+  # tls.config.file points at an empty file: the default /etc/rocketmq/tls.properties would
+  # override these flags if it existed.
+  printf '%s\n' "-Dtls.server.mode=$mode" -Dtls.test.mode.enable=false \
+    "-Dtls.server.certPath=$run/tls/server.pem" "-Dtls.server.keyPath=$run/tls/server.key" \
+    "-Dtls.config.file=$run/tls/none.properties"
+}
+
 # -------------------------------------------------------------------------------------------- start
 # launch role run version lib class args... ; writes $run/<role>.pid and $run/<role>.out
 launch() {
   local role=$1 run=$2 v=$3 lib=$4; shift 4
   local -a jvm
   local kind=broker home; home=$(role_home "$run" "$role")
-  [[ $role == namesrv ]] && kind=namesrv
+  is_namesrv_role "$role" && kind=namesrv
   if [[ $kind == namesrv ]]; then
     jvm=(-server -Xms128m -Xmx256m)
   else
@@ -478,6 +590,8 @@ launch() {
   jvm+=(-XX:+UseG1GC -XX:-OmitStackTraceInFastThrow "${JDK17_OPENS[@]}"
         "-Duser.home=$home" "-Drocketmq.home.dir=$run/home" "-Djava.io.tmpdir=$run/tmp")
   is_v4 "$v" || jvm+=("-Drmq.logback.configurationFile=rmq.$kind.logback.xml")
+  local flag
+  while IFS= read -r flag; do [[ -n $flag ]] && jvm+=("$flag"); done < <(tls_jvm_flags "$run")
   mkdir -p "$home/logs"
   rm -f "$run/$role.pid"
   # setsid: own session, so the servers survive the caller's process group; the inner shell writes
@@ -492,11 +606,11 @@ launch() {
 
 launch_role() { # role run version lib
   local role=$1 run=$2 v=$3 lib=$4
-  if [[ $role == namesrv ]]; then
-    launch namesrv "$run" "$v" "$lib" org.apache.rocketmq.namesrv.NamesrvStartup -c "$run/namesrv.conf"
+  if is_namesrv_role "$role"; then
+    launch "$role" "$run" "$v" "$lib" org.apache.rocketmq.namesrv.NamesrvStartup -c "$(role_conf "$run" "$role")"
   else
     launch "$role" "$run" "$v" "$lib" org.apache.rocketmq.broker.BrokerStartup -c "$(role_conf "$run" "$role")" \
-      -n "$HOST:$(role_port "$run" namesrv)"
+      -n "$(namesrv_addrs "$run")"
   fi
 }
 
@@ -566,7 +680,8 @@ wait_ha() { # master_listen_port timeout -> prints ms
 }
 
 print_addrs() {
-  echo "NAMESRV_ADDR=$HOST:$(meta_get NAMESRV_PORT "$NS_PORT")"
+  local run; run=$(current_run 2>/dev/null) || run=""
+  if [[ -n $run ]]; then echo "NAMESRV_ADDR=$(namesrv_addrs "$run")"; else echo "NAMESRV_ADDR=$HOST:$NS_PORT"; fi
   echo "BROKER_ADDR=$HOST:$(meta_get BROKER_PORT "$BROKER_PORT")"
   case "$(run_topology)" in
     2m) echo "BROKER_B_ADDR=$HOST:$(meta_get BROKER_B_PORT "$BROKER_B_PORT")" ;;
@@ -594,9 +709,11 @@ prune_old_runs() {
 check_ports() { # topology
   local topo=$1 role p port
   local -A owner=()
-  for role in $(topology_roles "$topo"); do
+  local ns=namesrv
+  [[ $NAMESRVS == 2 ]] && ns="namesrv namesrv-b"
+  for role in $ns $(topology_brokers "$topo"); do
     case "$role" in
-      namesrv) port=$NS_PORT ;; broker) port=$BROKER_PORT ;; broker-b) port=$BROKER_B_PORT ;; slave) port=$SLAVE_PORT ;;
+      namesrv) port=$NS_PORT ;; namesrv-b) port=$NS_B_PORT ;; broker) port=$BROKER_PORT ;; broker-b) port=$BROKER_B_PORT ;; slave) port=$SLAVE_PORT ;;
     esac
     for p in $(role_ports "$role" "$port"); do
       (( p > 0 && p < 65536 )) || die "$role: port $p out of range"
@@ -648,7 +765,12 @@ cmd_start() {
   for role in $(topology_brokers "$topo"); do mkdir -p "$(role_home "$run" "$role")/store"; done
   is_v4 "$v" && write_logback_v4 "$run/home"
   write_confs "$run" "$topo"
-  { echo "VERSION=$v"; echo "REQUESTED_VERSION=$req"; echo "NAMESRV_PORT=$NS_PORT"; echo "BROKER_PORT=$BROKER_PORT";
+  if [[ $ACL == 1 ]]; then
+    write_acl "$run" "$topo" "$v"
+  fi
+  [[ $TLS != off ]] && write_tls "$run"
+  { echo "VERSION=$v"; echo "ACL=$ACL"; echo "TLS=$TLS"; echo "REQUESTED_VERSION=$req"; echo "NAMESRV_PORT=$NS_PORT"; echo "BROKER_PORT=$BROKER_PORT";
+    echo "NAMESRVS=$NAMESRVS"; [[ $NAMESRVS == 2 ]] && echo "NAMESRV_B_PORT=$NS_B_PORT";
     echo "TOPOLOGY=$topo"
     case "$topo" in 2m) echo "BROKER_B_PORT=$BROKER_B_PORT" ;; ms) echo "SLAVE_PORT=$SLAVE_PORT" ;; esac
   } >"$run/meta"
@@ -658,6 +780,11 @@ cmd_start() {
   launch_role namesrv "$run" "$v" "$lib"
   if ! ns_ms=$(wait_boot namesrv "$run" "$BOOT_TIMEOUT"); then cmd_stop; die "name server did not start"; fi
   if ! wait_port "$NS_PORT" "$(<"$run/namesrv.pid")" 30; then cmd_stop; die "name server port $NS_PORT not accepting"; fi
+  if [[ $NAMESRVS == 2 ]]; then
+    launch_role namesrv-b "$run" "$v" "$lib"
+    if ! wait_boot namesrv-b "$run" "$BOOT_TIMEOUT" >/dev/null; then cmd_stop; die "name server b did not start"; fi
+    if ! wait_port "$NS_B_PORT" "$(<"$run/namesrv-b.pid")" 30; then cmd_stop; die "name server b port $NS_B_PORT not accepting"; fi
+  fi
   local t1; t1=$(now_ms)
   launch_role broker "$run" "$v" "$lib"
   # 2m: both masters boot side by side. ms: the slave only starts once the master is registered, so
@@ -744,7 +871,9 @@ cmd_stop() {
     if [[ $topo == *" $r "* ]] || pid_of "$r" >/dev/null; then brokers+=("$r"); fi
   done
   stop_roles "${brokers[@]}"
-  stop_roles namesrv
+  local -a ns=(namesrv)
+  if [[ $topo == *" namesrv-b "* ]] || pid_of namesrv-b >/dev/null; then ns+=(namesrv-b); fi
+  stop_roles "${ns[@]}"
   return 0
 }
 
@@ -843,7 +972,9 @@ cmd_status() {
 }
 
 cmd_env() {
-  echo "export NAMESRV_ADDR=$HOST:$(meta_get NAMESRV_PORT "$NS_PORT")"
+  local run; run=$(current_run 2>/dev/null) || run=""
+  if [[ -n $run ]]; then echo "export NAMESRV_ADDR=\"$(namesrv_addrs "$run")\""; else echo "export NAMESRV_ADDR=$HOST:$NS_PORT"; fi
+  [[ -n $run && $(meta_get NAMESRVS 1) == 2 ]] && echo "export NAMESRV_B_ADDR=$HOST:$(role_port "$run" namesrv-b)"
   echo "export BROKER_ADDR=$HOST:$(meta_get BROKER_PORT "$BROKER_PORT")"
   local topo; topo=$(run_topology)
   case "$topo" in
@@ -851,6 +982,16 @@ cmd_env() {
     ms) echo "export SLAVE_ADDR=$HOST:$(meta_get SLAVE_PORT "$SLAVE_PORT")" ;;
   esac
   echo "export RMQ_TOPOLOGY=$topo"
+  if [[ $(meta_get ACL 0) == 1 ]]; then
+    echo "export RMQ_ACL=1"
+    echo "export RMQ_ACCESS_KEY=rmq_user"
+    echo "export RMQ_SECRET_KEY=rmq_secret"
+  else
+    echo "export RMQ_ACL=0"
+  fi
+  local tls; tls=$(meta_get TLS off)
+  echo "export RMQ_TLS=$tls"
+  [[ $tls != off ]] && echo "export RMQ_TLS_CA=$(readlink -f "$CURRENT")/tls/ca.pem"
   local v; v=$(meta_get VERSION)
   if [[ -n $v ]] && pid_of broker >/dev/null; then echo "export RMQ_SERVER_VERSION=$v"; fi
 }
@@ -870,6 +1011,8 @@ cmd_admin() {
                 "-Duser.home=$run/admin" "-Drocketmq.home.dir=$home"
                 "-Drocketmq.namesrv.addr=$HOST:$(meta_get NAMESRV_PORT "$NS_PORT")")
   if is_v4 "$v"; then write_logback_v4 "$home"; else jvm+=(-Drmq.logback.configurationFile=rmq.tools.logback.xml); fi
+  # A TLS-only name server and broker: mqadmin connects with TLS (trusting any certificate).
+  [[ $(meta_get TLS off) == enforcing ]] && jvm+=(-Dtls.enable=true)
   ROCKETMQ_HOME="$home" NAMESRV_ADDR="$HOST:$(meta_get NAMESRV_PORT "$NS_PORT")" \
     exec "$JAVA" "${jvm[@]}" -cp "$(lib_dir "$v")/*" org.apache.rocketmq.tools.command.MQAdminStartup "$@"
 }

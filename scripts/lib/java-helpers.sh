@@ -1,4 +1,4 @@
-# Sourced by scripts/java-producer.sh, java-allocate-golden.sh, bench-vs-java.sh and java-oracle.sh: builds the Java helpers
+# Sourced by scripts/java-producer.sh, java-allocate-golden.sh, bench-clients.sh, bench-core-vs-java.sh and java-oracle.sh: builds the Java helpers
 # in tests/java (Maven: classes + runtime jars) into $OUT once. The build is redone only when
 # tests/java/pom.xml or a file under tests/java/src is newer than it; a lock makes concurrent
 # first calls (from any of them) safe. Sets REPO_ROOT, SRC, OUT (RMQ_JAVA_PRODUCER_DIR), JAVA and
@@ -13,7 +13,7 @@ JAVA_HELPERS_STAMP="$OUT/.built"
 
 java_helpers_classes_built() {
   local c
-  for c in Produce AllocateGolden ConsumeBench OracleConsume; do
+  for c in Produce AllocateGolden ConsumeBench OracleConsume DecodeBench PqBench; do
     [[ -f $OUT/build/classes/rmqtest/$c.class ]] || return 1
   done
   [[ -d $OUT/lib ]]

@@ -1,7 +1,9 @@
 package rmqtest;
 
+import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -10,10 +12,11 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 
 /**
- * The Java side of scripts/bench-vs-java.sh: a DefaultMQPushConsumer with its defaults (concurrent,
+ * The Java side of scripts/bench-clients.sh: a DefaultMQPushConsumer with its defaults (concurrent,
  * consumeThreadMin 20, consumeMessageBatchMaxSize 1, pullBatchSize 32) consumes COUNT messages of
- * TOPIC as a new GROUP from the first offset, with a listener that only counts. Prints one JSON line:
- * the count and the milliseconds from start() to the last message.
+ * TOPIC as a new GROUP from the first offset, with a listener that counts and records each
+ * message's born-to-listener latency. Prints one JSON line: the count, the milliseconds from start()
+ * to the last message, and the latency p50/p99 in ms.
  *
  * <pre>
  * usage: ConsumeBench NAMESRV TOPIC GROUP COUNT
@@ -32,13 +35,20 @@ public final class ConsumeBench {
         String group = args[2];
         long count = Long.parseLong(args[3]);
         AtomicLong seen = new AtomicLong();
+        // One slot per message, no lock shared by the listener threads (as the Rust bench).
+        AtomicIntegerArray latencies = new AtomicIntegerArray((int) Math.min(count, 10_000_000));
         CountDownLatch done = new CountDownLatch(1);
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
-            if (seen.addAndGet(msgs.size()) >= count) {
+            long now = System.currentTimeMillis();
+            long first = seen.getAndAdd(msgs.size());
+            for (int i = 0; i < msgs.size() && first + i < latencies.length(); i++) {
+                latencies.set((int) (first + i), (int) Math.max(0, now - msgs.get(i).getBornTimestamp()) + 1);
+            }
+            if (first + msgs.size() >= count) {
                 done.countDown();
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
@@ -52,7 +62,18 @@ public final class ConsumeBench {
             System.err.println("ConsumeBench: only " + seen.get() + " of " + count + " in 300 s");
             System.exit(1);
         }
-        System.out.printf("{\"client\":\"java\",\"count\":%d,\"ms\":%d}%n", seen.get(), ms);
+        int[] l = new int[latencies.length()];
+        int n = 0;
+        for (int i = 0; i < l.length; i++) {
+            if (latencies.get(i) > 0) {
+                l[n++] = latencies.get(i) - 1;
+            }
+        }
+        Arrays.sort(l, 0, n);
+        int p50 = n == 0 ? 0 : l[(int) ((n - 1) * 0.5)];
+        int p99 = n == 0 ? 0 : l[(int) ((n - 1) * 0.99)];
+        System.out.printf("{\"client\":\"java\",\"count\":%d,\"ms\":%d,\"p50_ms\":%d,\"p99_ms\":%d}%n",
+            seen.get(), ms, p50, p99);
         System.exit(0);
     }
 }

@@ -28,7 +28,7 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  * <pre>
  * usage: OracleConsume namesrv=ADDR group=G topic=T [expr=TAG-EXPR | sql=SQL92] [from=first|last|timestamp]
  *        [timestamp=yyyyMMddHHmmss] [model=clustering|broadcasting] [orderly=true] [fail=N]
- *        [suspend=true] [maxReconsume=N] [instance=NAME] [batch=N] [threads=N]
+ *        [suspend=true] [maxReconsume=N] [instance=NAME] [batch=N] [threads=N] [namespace=NS]
  * </pre>
  *
  * fail=N: a message is answered RECONSUME_LATER while its reconsumeTimes is below N (fail=-1:
@@ -54,6 +54,9 @@ public final class OracleConsume {
         c.setNamesrvAddr(a.get("namesrv"));
         if (a.containsKey("instance")) {
             c.setInstanceName(a.get("instance"));
+        }
+        if (a.containsKey("namespace")) {
+            c.setNamespace(a.get("namespace"));
         }
         switch (a.getOrDefault("from", "last")) {
             case "first" -> c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);

@@ -28,6 +28,7 @@ import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.NamespaceUtil;
 
 /**
  * Sends a fixed, deterministic set of messages to queue 0 of TOPIC with the real Java remoting client
@@ -36,6 +37,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * <pre>
  * usage: Produce NAMESRV TOPIC MANIFEST [ZLIB|LZ4|ZSTD]
  * </pre>
+ *
+ * With {@code -Drmqtest.namespace=NS} the producer has that namespace ({@code setNamespace}).
  *
  * Messages (all on queue 0, in this order):
  * <ol>
@@ -170,6 +173,11 @@ public final class Produce {
 
         DefaultMQProducer producer = new DefaultMQProducer(GROUP);
         producer.setNamesrvAddr(namesrv); // explicit: never the HTTP name-server lookup
+        // -Drmqtest.namespace=NS: Java's namespace (TOPIC travels as NS%TOPIC).
+        String namespace = System.getProperty("rmqtest.namespace", "");
+        if (!namespace.isEmpty()) {
+            producer.setNamespace(namespace);
+        }
         producer.setInstanceName("rmq_rust_test_" + ProcessHandle.current().pid());
         producer.setVipChannelEnabled(false);
         producer.setCompressMsgBodyOverHowmuch(COMPRESS_OVER);
@@ -202,7 +210,10 @@ public final class Produce {
             for (Planned p : batch) {
                 msgs.add(p.msg);
             }
-            MessageQueue mq0 = new MessageQueue(topic, brokerName, 0);
+            // With a namespace, 5.3.3's send(Collection, MessageQueue) wraps the messages' topic but
+            // not the queue's: give it the wrapped name (wrapping twice is a no-op).
+            String batchTopic = namespace.isEmpty() ? topic : NamespaceUtil.wrapNamespace(namespace, topic);
+            MessageQueue mq0 = new MessageQueue(batchTopic, brokerName, 0);
             SendResult r = producer.send(msgs, mq0);
             check(r, batch.size());
             String[] ids = r.getMsgId().split(",");
