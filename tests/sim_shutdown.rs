@@ -116,3 +116,24 @@ fn input_after_termination_is_refused_and_changes_nothing() {
     assert_eq!(fresh.handle(Input::Command(Command::Resume), now), Err(UsageError::Terminated));
     assert_eq!(fresh.poll_timeout(), None);
 }
+
+/// The rmqcat case seen on 5.3.3: a new group consumes every queue and stops before any periodic
+/// persist, so the final updates are the topic's first commits on the broker. Processed
+/// together, the broker keeps only one queue's (its first-commit race, modelled by the
+/// simulator); sent one first and the rest after its answer, every queue keeps its offset.
+#[test]
+fn a_new_group_stopped_before_any_persist_commits_every_queue() {
+    for round in 0..10u64 {
+        let mut sim = Sim::builder(900 + round).broker("broker-a", &[("T", 4)]).build();
+        sim.produce("T", 20);
+        let c = sim.add_consumer(
+            sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+        );
+        sim.run_until(|s| s.consumed().len() == 20, Duration::from_secs(4)).unwrap();
+        assert!(sim.elapsed() < Duration::from_secs(5), "stopped before the first periodic persist");
+        sim.command(c, Command::Shutdown);
+        sim.run_until(|s| s.consumer(c).unwrap().is_terminated(), Duration::from_secs(30)).unwrap();
+        let committed: Vec<_> = (0..4).map(|q| sim.broker(0).committed_offset("G", "T", q)).collect();
+        assert_eq!(committed, [Some(5); 4], "round {round}");
+    }
+}

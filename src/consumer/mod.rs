@@ -133,6 +133,8 @@ pub struct Consumer {
     send_backs: HashMap<u64, SendBack>,
     /// Offset updates waiting for the one in flight for their queue.
     persist_after: HashMap<crate::timer::QueueKey, offsets::QueuedPersist>,
+    /// The brokers' offset maps (per topic) this consumer has created or is creating.
+    offset_maps: HashMap<offsets::OffsetMapKey, offsets::OffsetMap>,
     local_retries: BTreeMap<u64, LocalRetry>,
     next_job: u64,
     shutdown_outstanding: usize,
@@ -205,6 +207,7 @@ impl Consumer {
             next_batch: 1,
             send_backs: HashMap::new(),
             persist_after: HashMap::new(),
+            offset_maps: HashMap::new(),
             local_retries: BTreeMap::new(),
             next_job: 1,
             shutdown_outstanding: 0,

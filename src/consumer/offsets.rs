@@ -4,6 +4,16 @@
 //! per queue is in flight: the broker applies updates on a thread pool, so two in flight may land
 //! in either order, the older last — a release or shutdown would then hand the next owner an
 //! offset it already passed. An update due while one is in flight waits for its answer.
+//!
+//! The broker keeps a group's offsets of one topic in one map, created by the first commit with
+//! a get-then-put: two first commits of different queues processed together each create a map
+//! and the later replaces the earlier, losing its queue's offset (seen on 5.3.3: a queue's
+//! final commit at shutdown gone, the queue replayed). Until this consumer has seen one update
+//! of a (broker, topic) answered, that update goes alone: the others wait for its answer, and
+//! pulls carry no commit.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::Consumer;
 use super::requests::{Failure, PendingKind};
@@ -24,6 +34,31 @@ pub(super) enum Persist {
     Release,
     /// Shutdown: counted until answered.
     Shutdown,
+}
+
+/// A broker's offset map for one topic of the group: (broker name, topic).
+pub(super) type OffsetMapKey = (Arc<str>, Arc<str>);
+
+/// What this consumer knows of one broker's offset map for one topic.
+#[derive(Debug)]
+pub(super) enum OffsetMap {
+    /// An update to it was answered: updates and pull commits may go together.
+    Exists,
+    /// Its first update is on the way; these wait for the answer, in order.
+    Creating(Vec<WaitingUpdate>),
+}
+
+/// An update waiting for the first of its map to be answered.
+#[derive(Debug)]
+pub(super) struct WaitingUpdate {
+    peer: PeerAddr,
+    mq: MessageQueue,
+    key: QueueKey,
+    offset: i64,
+    shutdown: bool,
+    timeout: Duration,
+    /// Through the registration gate (`send_to_broker`), or straight out (`transmit`).
+    gated: bool,
 }
 
 /// An offset update waiting for the one in flight for its queue.
@@ -70,11 +105,9 @@ impl Consumer {
         }
         if why == Persist::Release {
             let mq = q.mq.clone();
-            let header = self.update_offset_header(&mq, offset);
             let Some(peer) = self.master_addr(&mq.broker_name) else { return false };
-            let kind = PendingKind::UpdateOffset { key, offset, shutdown: false };
             let timeout = self.cfg.offset_rpc_timeout;
-            self.send_to_broker(peer, Request::UpdateConsumerOffset(header), kind, timeout);
+            self.send_update(WaitingUpdate { peer, mq, key, offset, shutdown: false, timeout, gated: true });
             return true;
         }
         let broker = q.mq.broker_name.clone();
@@ -104,18 +137,52 @@ impl Consumer {
             // Released meanwhile: its final update went out with the release.
             return self.persist_failed(key, shutdown);
         };
-        let offset = q.offset.value();
-        let header = self.update_offset_header(&q.mq, offset);
-        let Some(peer) = self.master_addr(&q.mq.broker_name) else {
+        let (offset, mq) = (q.offset.value(), q.mq.clone());
+        let Some(peer) = self.master_addr(&mq.broker_name) else {
             return self.persist_failed(key, shutdown);
         };
         let timeout = self.cfg.offset_rpc_timeout;
-        self.transmit(
-            peer,
-            Request::UpdateConsumerOffset(header),
-            PendingKind::UpdateOffset { key, offset, shutdown },
-            timeout,
-        );
+        self.send_update(WaitingUpdate { peer, mq, key, offset, shutdown, timeout, gated: false });
+    }
+
+    /// Send an update, or hold it while the first update of its map is on the way.
+    fn send_update(&mut self, u: WaitingUpdate) {
+        let map: OffsetMapKey = (u.mq.broker_name.clone(), u.mq.topic.clone());
+        let creates = match self.offset_maps.get_mut(&map) {
+            Some(OffsetMap::Exists) => None,
+            Some(OffsetMap::Creating(waiting)) => return waiting.push(u),
+            None => {
+                self.offset_maps.insert(map.clone(), OffsetMap::Creating(Vec::new()));
+                Some(map)
+            }
+        };
+        let header = self.update_offset_header(&u.mq, u.offset);
+        let kind = PendingKind::UpdateOffset { key: u.key, offset: u.offset, shutdown: u.shutdown, creates };
+        let request = Request::UpdateConsumerOffset(header);
+        match u.gated {
+            true => self.send_to_broker(u.peer, request, kind, u.timeout),
+            false => self.transmit(u.peer, request, kind, u.timeout),
+        }
+    }
+
+    /// The first update of `map` answered: if it landed the map exists and the held updates go
+    /// together; if not, the next held one goes alone in its place.
+    fn offset_map_answered(&mut self, map: OffsetMapKey, landed: bool) {
+        let waiting = match self.offset_maps.remove(&map) {
+            Some(OffsetMap::Creating(waiting)) => waiting,
+            Some(OffsetMap::Exists) | None => Vec::new(),
+        };
+        if landed {
+            self.offset_maps.insert(map, OffsetMap::Exists);
+        }
+        for u in waiting {
+            self.send_update(u);
+        }
+    }
+
+    /// Whether a pull of `mq` may carry a commit: its map exists on the broker.
+    pub(super) fn offset_map_exists(&self, mq: &MessageQueue) -> bool {
+        matches!(self.offset_maps.get(&(mq.broker_name.clone(), mq.topic.clone())), Some(OffsetMap::Exists))
     }
 
     /// An update that never went out (its broker could not be registered).
@@ -152,10 +219,9 @@ impl Consumer {
         if let Some(q) = self.queues.get_mut(key) {
             q.persist_in_flight = true;
         }
-        let header = self.update_offset_header(&p.mq, offset);
-        let kind = PendingKind::UpdateOffset { key, offset, shutdown: p.shutdown };
         let timeout = self.cfg.offset_rpc_timeout;
-        self.send_to_broker(peer, Request::UpdateConsumerOffset(header), kind, timeout);
+        let (mq, shutdown) = (p.mq, p.shutdown);
+        self.send_update(WaitingUpdate { peer, mq, key, offset, shutdown, timeout, gated: true });
     }
 
     /// Broadcasting: emit the whole local offset table when it changed. Entries of queues not
@@ -179,10 +245,14 @@ impl Consumer {
         key: QueueKey,
         offset: i64,
         shutdown: bool,
+        creates: Option<OffsetMapKey>,
         peer: &PeerAddr,
         result: Result<RemotingCommand, Failure>,
     ) {
         let ok = matches!(&result, Ok(cmd) if cmd.code == ResponseCode::Success as i32);
+        if let Some(map) = creates {
+            self.offset_map_answered(map, ok);
+        }
         if let Some(q) = self.queues.get_mut(key) {
             q.persist_in_flight = false;
             if ok {

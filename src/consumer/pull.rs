@@ -107,8 +107,10 @@ impl Consumer {
         // commit after an update sent later (separate pools), and a release's final update must
         // not be undone by an older commit, or the next owner replays. A caught-up queue's commit
         // cannot go stale while its pull is out: only that pull's answer brings new messages.
+        // And never before an update of the topic landed on that broker (see offsets.rs).
         let settled = !self.uses_locks() || q.offset.value() == q.next_offset;
-        let commit = clustering && to_master && q.offset.value() > 0 && settled;
+        let commit =
+            clustering && to_master && q.offset.value() > 0 && settled && self.offset_map_exists(&q.mq);
         let with_sub = self.cfg.post_subscription_when_pull;
         PullMessageRequestHeader {
             consumer_group: self.group.clone(),

@@ -45,6 +45,8 @@ pub(super) enum PendingKind {
         key: QueueKey,
         offset: i64,
         shutdown: bool,
+        /// The first update of this broker's offset map for the topic (the others wait for it).
+        creates: Option<super::offsets::OffsetMapKey>,
     },
     Unregister,
     /// LOCK_BATCH_MQ for `keys`, sent at `sent` (the lock's age counts from there).
@@ -264,8 +266,8 @@ impl Consumer {
             PendingKind::Pull { key } => self.on_pull(key, &p.peer, Ok(cmd)),
             PendingKind::SendBack { id } => self.on_send_back(id, &p.peer, Ok(cmd)),
             PendingKind::RetrySend { id } => self.on_retry_send(id, &p.peer, Ok(cmd)),
-            PendingKind::UpdateOffset { key, offset, shutdown } => {
-                self.on_update_offset(key, offset, shutdown, &p.peer, Ok(cmd))
+            PendingKind::UpdateOffset { key, offset, shutdown, creates } => {
+                self.on_update_offset(key, offset, shutdown, creates, &p.peer, Ok(cmd))
             }
             PendingKind::Unregister => self.on_unregistered(&p.peer, Ok(cmd)),
             PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Ok(cmd)),
@@ -290,8 +292,8 @@ impl Consumer {
             PendingKind::Pull { key } => self.on_pull(key, &p.peer, Err(f)),
             PendingKind::SendBack { id } => self.on_send_back(id, &p.peer, Err(f)),
             PendingKind::RetrySend { id } => self.on_retry_send(id, &p.peer, Err(f)),
-            PendingKind::UpdateOffset { key, offset, shutdown } => {
-                self.on_update_offset(key, offset, shutdown, &p.peer, Err(f))
+            PendingKind::UpdateOffset { key, offset, shutdown, creates } => {
+                self.on_update_offset(key, offset, shutdown, creates, &p.peer, Err(f))
             }
             PendingKind::Unregister => self.on_unregistered(&p.peer, Err(f)),
             PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Err(f)),

@@ -208,6 +208,10 @@ struct CommitRef {
     queue_offset: i64,
 }
 
+/// How long after a group's first commit of a topic other commits of that topic can replace
+/// the map it created (see `commit_offset`).
+pub const FIRST_COMMIT_RACE: Duration = Duration::from_millis(2);
+
 /// A simulated broker: topics with cached stored records, consumer offsets, group membership,
 /// long polling, retry / dead-letter routing, delay levels and order locks.
 pub struct SimBroker {
@@ -229,6 +233,8 @@ pub struct SimBroker {
     arena: BytesMut,
     /// group → topic → queue → offset.
     offsets: BTreeMap<String, BTreeMap<String, BTreeMap<i32, i64>>>,
+    /// (group, topic) offset maps created by a commit less than [`FIRST_COMMIT_RACE`] ago.
+    creating: BTreeMap<(String, String), Instant>,
     groups: BTreeMap<String, Group>,
     /// `consumerGroupHeartbeatTable` (heartbeat v2 fingerprints).
     fingerprints: BTreeMap<String, i32>,
@@ -376,6 +382,7 @@ impl SimBroker {
             commit_cursor: 0,
             arena: BytesMut::new(),
             offsets: BTreeMap::new(),
+            creating: BTreeMap::new(),
             groups: BTreeMap::new(),
             fingerprints: BTreeMap::new(),
             locks: BTreeMap::new(),
@@ -503,7 +510,7 @@ impl SimBroker {
         let answer = match RequestCode::from_i32(cmd.code) {
             Some(RequestCode::PullMessage) => self.on_pull(conn, &cmd, true, now),
             Some(RequestCode::QueryConsumerOffset) => Some(self.on_query_offset(&cmd)),
-            Some(RequestCode::UpdateConsumerOffset) => Some(self.on_update_offset(&cmd)),
+            Some(RequestCode::UpdateConsumerOffset) => Some(self.on_update_offset(&cmd, now)),
             Some(RequestCode::UpdateAndCreateTopic) => Some(self.on_create_topic(&cmd)),
             Some(RequestCode::SearchOffsetByTimestamp) => Some(self.on_search_offset(&cmd)),
             Some(RequestCode::GetMaxOffset) => Some(self.on_max_offset(&cmd)),
@@ -580,6 +587,7 @@ impl SimBroker {
     pub fn crash(&mut self, now: Instant) {
         self.restart(now);
         self.offsets.clear();
+        self.creating.clear();
     }
 
     /// The next frame to write, oldest first.
@@ -872,17 +880,24 @@ impl SimBroker {
         q.entry(c.queue_offset).map(|e| e.record.clone())
     }
 
-    fn commit_offset(&mut self, group: &str, topic: &str, queue_id: i32, offset: i64) {
-        let topics = match self.offsets.get_mut(group) {
-            Some(t) => t,
-            None => self.offsets.entry(group.to_owned()).or_default(),
-        };
+    /// `ConsumerOffsetManager.commitOffset`. The first commit of a topic for a group creates
+    /// its map with a get-then-put (not putIfAbsent), and commits run on thread pools: two first
+    /// commits of different queues processed together each put a fresh map, and the last one
+    /// replaces the other (seen on 5.3.3: a queue's final commit lost at shutdown). Modelled as
+    /// a window after the first commit in which any commit puts a map of its own.
+    fn commit_offset(&mut self, group: &str, topic: &str, queue_id: i32, offset: i64, now: Instant) {
+        let topics = self.offsets.entry(group.to_owned()).or_default();
+        let key = (group.to_owned(), topic.to_owned());
+        let racing = self.creating.get(&key).is_some_and(|until| now < *until);
         match topics.get_mut(topic) {
-            Some(queues) => {
+            Some(queues) if !racing => {
                 queues.insert(queue_id, offset);
             }
-            None => {
-                topics.entry(topic.to_owned()).or_default().insert(queue_id, offset);
+            _ => {
+                topics.insert(topic.to_owned(), BTreeMap::from([(queue_id, offset)]));
+                if !racing {
+                    self.creating.insert(key, now + FIRST_COMMIT_RACE);
+                }
             }
         }
     }

@@ -161,7 +161,7 @@ impl SimBroker {
         let queue = &self.topics[ti].queues[h.queue_id as usize];
         let result = queue.get(h.queue_offset, &limits, &filter);
         if allow_suspend && flags.has(PullSysFlag::COMMIT_OFFSET) {
-            self.commit_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+            self.commit_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset, now);
         }
         let code = match result.status {
             GetStatus::Found => ResponseCode::Success,
@@ -221,12 +221,12 @@ impl SimBroker {
     }
 
     /// UPDATE_CONSUMER_OFFSET: `ConsumerManageProcessor.updateConsumerOffset`.
-    pub(super) fn on_update_offset(&mut self, req: &RemotingCommand) -> RemotingCommand {
+    pub(super) fn on_update_offset(&mut self, req: &RemotingCommand, now: Instant) -> RemotingCommand {
         let h = header!(req, UpdateConsumerOffsetRequestHeader);
         if !self.topic_index.contains_key(h.topic.as_str()) {
             return error(req, ResponseCode::TopicNotExist, format!("Topic {} not exist!", h.topic));
         }
-        self.commit_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        self.commit_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset, now);
         reply(req, ResponseCode::Success)
     }
 

@@ -719,7 +719,7 @@ fn restart_keeps_data_and_forgets_connections() {
     let mut b = broker(t);
     member(&mut b, "*", t);
     produce_n(&mut b, "T", 0, 3, None, t);
-    b.commit_offset(G, "T", 0, 2);
+    b.commit_offset(G, "T", 0, 2, t);
     call(&mut b, C1, send_back(0, 1, None), t); // level 1: due at 1 s
     assert_eq!(lock(&mut b, "c1", &[0], t), [0]);
     b.handle(C1, pull("T", 1, 0, PullSysFlag::SUSPEND), t);
@@ -997,4 +997,21 @@ fn garbage_never_panics() {
     h.write_queue_nums = 1;
     let a = call(&mut b, C1, RemotingCommand::request(RequestCode::UpdateAndCreateTopic).with_header(&h), t);
     assert_eq!(a.response_code(), Some(ResponseCode::InvalidParameter));
+}
+
+/// The 5.3.3 broker's first-commit race, as modelled: two first commits of one topic for a
+/// group processed together keep only the last; after the window both queues keep theirs.
+#[test]
+fn first_commits_of_a_topic_processed_together_keep_only_the_last() {
+    let t = t0();
+    let mut b = broker(t);
+    member(&mut b, "*", t);
+    b.commit_offset(G, "T", 0, 2, t);
+    b.commit_offset(G, "T", 1, 3, t + Duration::from_millis(1));
+    assert_eq!((b.committed_offset(G, "T", 0), b.committed_offset(G, "T", 1)), (None, Some(3)));
+    let later = t + FIRST_COMMIT_RACE;
+    b.commit_offset(G, "T", 0, 2, later);
+    b.commit_offset(G, "T", 2, 4, later);
+    let all: Vec<_> = (0..3).map(|q| b.committed_offset(G, "T", q)).collect();
+    assert_eq!(all, [Some(2), Some(3), Some(4)]);
 }
