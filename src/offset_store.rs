@@ -45,6 +45,11 @@ impl OffsetCell {
         self.value >= 0 && self.value != self.persisted
     }
 
+    /// What the broker holds is unknown again (it may have lost it): dirty if there is a value.
+    pub(crate) fn unconfirm(&mut self) {
+        self.persisted = -1;
+    }
+
     /// The broker acknowledged `v`.
     pub(crate) fn persisted(&mut self, v: i64) {
         self.persisted = v;
@@ -69,5 +74,11 @@ mod tests {
         assert_eq!(c.value(), 2);
         assert!(c.is_dirty());
         assert!(!OffsetCell::stored(9).is_dirty());
+        let mut c = OffsetCell::stored(9);
+        c.unconfirm();
+        assert!(c.is_dirty());
+        let mut none = OffsetCell::default();
+        none.unconfirm();
+        assert!(!none.is_dirty(), "nothing to send");
     }
 }

@@ -76,3 +76,25 @@ fn a_broker_killed_and_back_replays_nothing_it_lost() {
     let twice = sim.produced().iter().filter(|p| sim.times_consumed(&p.key) > 1).count();
     assert_eq!(twice, 0, "messages consumed again after the broker came back");
 }
+
+#[test]
+fn after_a_broker_crash_the_offsets_it_lost_are_committed_again_on_every_queue() {
+    // A crash loses the group's offsets. Java sends every offset every 5 s and so restores
+    // them; this consumer sends only changed ones, so a dropped link marks that broker's
+    // offsets unconfirmed, and the next persist sends them again — the first alone, since the
+    // broker's map is gone (first commits processed together lose all but one; see
+    // sim_shutdown). No new message arrives: without that, the offsets would stay lost.
+    for seed in 0..5u64 {
+        let (mut sim, c) = setup(60 + seed);
+        sim.produce("T", 40);
+        sim.run_until(|s| s.all_done(), Duration::from_secs(30)).unwrap();
+        sim.run_for(Duration::from_secs(6)); // the commits land
+        assert_eq!(sim.broker(0).committed_offset("G", "T", 0), Some(10));
+        sim.inject(Fault::KillBroker(0, Duration::from_secs(3)));
+        sim.run_for(Duration::from_secs(12));
+        sim.command(c, rocketmq_push_core::Command::Shutdown);
+        sim.run_until(|s| s.consumer(c).unwrap().is_terminated(), Duration::from_secs(30)).unwrap();
+        let committed: Vec<_> = (0..4).map(|q| sim.broker(0).committed_offset("G", "T", q)).collect();
+        assert_eq!(committed, [Some(10); 4], "seed {seed}");
+    }
+}

@@ -10,7 +10,8 @@
 //! and the later replaces the earlier, losing its queue's offset (seen on 5.3.3: a queue's
 //! final commit at shutdown gone, the queue replayed). Until this consumer has seen one update
 //! of a (broker, topic) answered, that update goes alone: the others wait for its answer, and
-//! pulls carry no commit.
+//! pulls carry no commit. After the link to a broker drops, its maps count as unknown again
+//! and its offsets as unconfirmed (sent again at the next persist).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,6 +178,32 @@ impl Consumer {
         }
         for u in waiting {
             self.send_update(u);
+        }
+    }
+
+    /// The link to `peer` is gone. A broker can come back without its offsets (a crash loses
+    /// what it had not flushed): its maps count as unknown, and the offsets of the queues held
+    /// there as unconfirmed, until an update lands again. Java re-sends every offset every
+    /// persist interval and so restores them too.
+    pub(super) fn forget_offset_maps(&mut self, peer: &PeerAddr) {
+        let on_peer = |c: &Consumer, broker: &str| c.master_addr(broker).as_ref().is_none_or(|a| a == peer);
+        let gone: Vec<OffsetMapKey> = self
+            .offset_maps
+            .iter()
+            .filter(|(k, m)| matches!(m, OffsetMap::Exists) && on_peer(self, &k.0))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in gone {
+            self.offset_maps.remove(&k);
+        }
+        if self.cfg.message_model != MessageModel::Clustering {
+            return;
+        }
+        for key in self.queues.all_keys() {
+            let here = self.queues.get(key).is_some_and(|q| on_peer(self, &q.mq.broker_name));
+            if let Some(q) = self.queues.get_mut(key).filter(|_| here) {
+                q.offset.unconfirm();
+            }
         }
     }
 

@@ -364,6 +364,7 @@ impl Consumer {
             }
         }
         self.locks_in_doubt(peer);
+        self.forget_offset_maps(peer);
         // Anything parked for this peer failed with the heartbeat (see `fail_parked`) and retries
         // on its own schedule: never an immediate reconnect loop.
     }
