@@ -186,7 +186,7 @@ impl Consumer {
     /// there as unconfirmed, until an update lands again. Java re-sends every offset every
     /// persist interval and so restores them too.
     pub(super) fn forget_offset_maps(&mut self, peer: &PeerAddr) {
-        let on_peer = |c: &Consumer, broker: &str| c.master_addr(broker).as_ref().is_none_or(|a| a == peer);
+        let on_peer = |c: &Self, broker: &str| c.master_addr(broker).as_ref().is_none_or(|a| a == peer);
         let gone: Vec<OffsetMapKey> = self
             .offset_maps
             .iter()
