@@ -106,6 +106,11 @@
 //!   both are reopened with back-off and named in [`Event::ConnectionLost`].
 //! - **A broker's kill -9 does not replay what was committed**: queues dropped because their
 //!   broker left the route remember their commit, and start no lower when they come back.
+//! - **A topic's first commit on a broker goes alone.** The broker creates a group's offset map
+//!   with its first commit, and two first commits processed together keep only one queue's;
+//!   until an update of that (broker, topic) has been answered, the others wait for it and pulls
+//!   carry no commit. A dropped link makes the broker's maps unknown and its queues' offsets
+//!   unconfirmed again (sent at the next persist), since a crash may have lost them.
 //! - **Shutdown ends** within `awaitTerminationMillisWhenShutdown` + `offsetRpcTimeout` +
 //!   `mqClientApiTimeout` ([`Consumer::shutdown_limit`]), whatever peers send meanwhile.
 //! - **"No offset" is not "lookup failed"**: only the first consults `consumeFromWhere`; the second

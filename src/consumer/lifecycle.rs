@@ -156,7 +156,9 @@ impl Consumer {
 
     /// The longest a shutdown takes from the command to [`Event::Terminated`]:
     /// `awaitTerminationMillisWhenShutdown` for running batches, then one offset-update timeout
-    /// and one request timeout for the final commits and unregistering.
+    /// and one request timeout for the final commits and unregistering. (Where a topic's first
+    /// update on a broker must answer before the others go and it times out, the others get
+    /// what is left of that.)
     pub fn shutdown_limit(&self) -> std::time::Duration {
         self.cfg.await_termination_when_shutdown
             + self.cfg.offset_rpc_timeout
@@ -218,6 +220,7 @@ impl Consumer {
         self.state = RunState::Persisting;
         self.timers.stop(Timer::ShutdownDeadline);
         self.shutdown_outstanding = 0;
+        self.recheck_new_maps();
         for key in self.queues.all_keys() {
             self.update_commit(key);
             if self.persist_queue(key, Persist::Shutdown) {

@@ -11,7 +11,10 @@
 //! final commit at shutdown gone, the queue replayed). Until this consumer has seen one update
 //! of a (broker, topic) answered, that update goes alone: the others wait for its answer, and
 //! pulls carry no commit. After the link to a broker drops, its maps count as unknown again
-//! and its offsets as unconfirmed (sent again at the next persist).
+//! and its offsets as unconfirmed (sent again at the next persist). Other members may create
+//! the same map at the same moment, which no client can order: a map's queues are sent once
+//! more at the first periodic persist after this consumer created it (Java re-sends every
+//! offset every time, which heals the same loss).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,8 +46,10 @@ pub(super) type OffsetMapKey = (Arc<str>, Arc<str>);
 /// What this consumer knows of one broker's offset map for one topic.
 #[derive(Debug)]
 pub(super) enum OffsetMap {
-    /// An update to it was answered: updates and pull commits may go together.
-    Exists,
+    /// An update to it was answered: updates and pull commits may go together. `recheck`:
+    /// created by this consumer since the last periodic persist, so another member's first
+    /// commit, processed with ours, may have replaced it; its held queues go once more then.
+    Exists { recheck: bool },
     /// Its first update is on the way; these wait for the answer, in order.
     Creating(Vec<WaitingUpdate>),
 }
@@ -74,10 +79,33 @@ pub(super) struct QueuedPersist {
 impl Consumer {
     pub(super) fn persist_offsets_periodic(&mut self) {
         self.timers.set(Timer::PersistOffsets, self.now + self.cfg.persist_consumer_offset_interval);
+        self.recheck_new_maps();
         for key in self.queues.all_keys() {
             self.persist_queue(key, Persist::Periodic);
         }
         self.flush_local_offsets();
+    }
+
+    /// Maps this consumer created since the last persist may have been replaced by another
+    /// member's first commit, processed with ours: their held queues are sent once more.
+    pub(super) fn recheck_new_maps(&mut self) {
+        let mut recheck: Vec<OffsetMapKey> = Vec::new();
+        for (k, m) in self.offset_maps.iter_mut() {
+            if let OffsetMap::Exists { recheck: r @ true } = m {
+                *r = false;
+                recheck.push(k.clone());
+            }
+        }
+        if recheck.is_empty() {
+            return;
+        }
+        for key in self.queues.all_keys() {
+            if let Some(q) = self.queues.get_mut(key) {
+                if recheck.iter().any(|(b, t)| *b == q.mq.broker_name && *t == q.mq.topic) {
+                    q.offset.unconfirm();
+                }
+            }
+        }
     }
 
     /// Send `key`'s offset if it changed (clustering), or record it locally (broadcasting).
@@ -149,8 +177,12 @@ impl Consumer {
     /// Send an update, or hold it while the first update of its map is on the way.
     fn send_update(&mut self, u: WaitingUpdate) {
         let map: OffsetMapKey = (u.mq.broker_name.clone(), u.mq.topic.clone());
+        // A shutdown does not wait on a broker that refuses us (see
+        // `park_persist_until_registered`), and so not on a first update parked there either.
+        let refused = u.shutdown && self.peers.get(&u.peer).is_some_and(|p| p.refused);
         let creates = match self.offset_maps.get_mut(&map) {
-            Some(OffsetMap::Exists) => None,
+            _ if refused => None,
+            Some(OffsetMap::Exists { .. }) => None,
             Some(OffsetMap::Creating(waiting)) => return waiting.push(u),
             None => {
                 self.offset_maps.insert(map.clone(), OffsetMap::Creating(Vec::new()));
@@ -171,12 +203,16 @@ impl Consumer {
     fn offset_map_answered(&mut self, map: OffsetMapKey, landed: bool) {
         let waiting = match self.offset_maps.remove(&map) {
             Some(OffsetMap::Creating(waiting)) => waiting,
-            Some(OffsetMap::Exists) | None => Vec::new(),
+            Some(OffsetMap::Exists { .. }) | None => Vec::new(),
         };
         if landed {
-            self.offset_maps.insert(map, OffsetMap::Exists);
+            self.offset_maps.insert(map, OffsetMap::Exists { recheck: true });
         }
-        for u in waiting {
+        for mut u in waiting {
+            // The queue's latest offset if it is still held (it only rose meanwhile).
+            if let Some(q) = self.queues.get(u.key) {
+                u.offset = u.offset.max(q.offset.value());
+            }
             self.send_update(u);
         }
     }
@@ -190,7 +226,7 @@ impl Consumer {
         let gone: Vec<OffsetMapKey> = self
             .offset_maps
             .iter()
-            .filter(|(k, m)| matches!(m, OffsetMap::Exists) && on_peer(self, &k.0))
+            .filter(|(k, m)| matches!(m, OffsetMap::Exists { .. }) && on_peer(self, &k.0))
             .map(|(k, _)| k.clone())
             .collect();
         for k in gone {
@@ -209,7 +245,8 @@ impl Consumer {
 
     /// Whether a pull of `mq` may carry a commit: its map exists on the broker.
     pub(super) fn offset_map_exists(&self, mq: &MessageQueue) -> bool {
-        matches!(self.offset_maps.get(&(mq.broker_name.clone(), mq.topic.clone())), Some(OffsetMap::Exists))
+        let map = (mq.broker_name.clone(), mq.topic.clone());
+        matches!(self.offset_maps.get(&map), Some(OffsetMap::Exists { .. }))
     }
 
     /// An update that never went out (its broker could not be registered).

@@ -351,6 +351,8 @@ impl Consumer {
     /// order, for determinism) and the broker forgets our registration.
     pub(super) fn on_disconnected(&mut self, peer: &PeerAddr) {
         self.mark_unregistered(peer);
+        // Before the failures below: the updates they send again must see the maps unknown.
+        self.forget_offset_maps(peer);
         if let Some(p) = self.peers.get_mut(peer) {
             p.heartbeat_in_flight = false;
         }
@@ -364,7 +366,6 @@ impl Consumer {
             }
         }
         self.locks_in_doubt(peer);
-        self.forget_offset_maps(peer);
         // Anything parked for this peer failed with the heartbeat (see `fail_parked`) and retries
         // on its own schedule: never an immediate reconnect loop.
     }

@@ -208,10 +208,6 @@ struct CommitRef {
     queue_offset: i64,
 }
 
-/// How long after a group's first commit of a topic other commits of that topic can replace
-/// the map it created (see `commit_offset`).
-pub const FIRST_COMMIT_RACE: Duration = Duration::from_millis(2);
-
 /// A simulated broker: topics with cached stored records, consumer offsets, group membership,
 /// long polling, retry / dead-letter routing, delay levels and order locks.
 pub struct SimBroker {
@@ -233,7 +229,7 @@ pub struct SimBroker {
     arena: BytesMut,
     /// group → topic → queue → offset.
     offsets: BTreeMap<String, BTreeMap<String, BTreeMap<i32, i64>>>,
-    /// (group, topic) offset maps created by a commit less than [`FIRST_COMMIT_RACE`] ago.
+    /// When each (group, topic) offset map was created by a commit.
     creating: BTreeMap<(String, String), Instant>,
     groups: BTreeMap<String, Group>,
     /// `consumerGroupHeartbeatTable` (heartbeat v2 fingerprints).
@@ -883,21 +879,20 @@ impl SimBroker {
     /// `ConsumerOffsetManager.commitOffset`. The first commit of a topic for a group creates
     /// its map with a get-then-put (not putIfAbsent), and commits run on thread pools: two first
     /// commits of different queues processed together each put a fresh map, and the last one
-    /// replaces the other (seen on 5.3.3: a queue's final commit lost at shutdown). Modelled as
-    /// a window after the first commit in which any commit puts a map of its own.
+    /// replaces the other (seen on 5.3.3: a queue's final commit lost at shutdown). Modelled as:
+    /// commits that arrive at the instant a map was created — sent together, not one after the
+    /// other's answer — each put a map of their own, the last one kept.
     fn commit_offset(&mut self, group: &str, topic: &str, queue_id: i32, offset: i64, now: Instant) {
         let topics = self.offsets.entry(group.to_owned()).or_default();
         let key = (group.to_owned(), topic.to_owned());
-        let racing = self.creating.get(&key).is_some_and(|until| now < *until);
+        let racing = self.creating.get(&key).is_some_and(|created| now == *created);
         match topics.get_mut(topic) {
             Some(queues) if !racing => {
                 queues.insert(queue_id, offset);
             }
             _ => {
                 topics.insert(topic.to_owned(), BTreeMap::from([(queue_id, offset)]));
-                if !racing {
-                    self.creating.insert(key, now + FIRST_COMMIT_RACE);
-                }
+                self.creating.insert(key, now);
             }
         }
     }
