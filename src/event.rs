@@ -225,8 +225,10 @@ pub enum ConsumeStatus {
     SuspendCurrentQueueAMoment,
 }
 
-/// A listener's answer for one batch, with the context fields Java lets it set.
+/// A listener's answer for one batch, with the context fields Java lets it set. Built from a
+/// status, [`ConsumeContext::result`], or the `with_…` methods (more fields may come).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConsumeResult {
     /// The status.
     pub status: ConsumeStatus,
@@ -251,6 +253,24 @@ impl ConsumeResult {
     pub fn from_status(status: ConsumeStatus) -> Self {
         Self { status, ..Self::SUCCESS }
     }
+
+    /// With `ackIndex` set: with `Success`, the messages after `index` failed.
+    #[must_use]
+    pub fn with_ack_index(self, index: usize) -> Self {
+        Self { ack_index: Some(index), ..self }
+    }
+
+    /// With `delayLevelWhenNextConsume` set (−1: dead-letter at once).
+    #[must_use]
+    pub fn with_delay_level(self, level: i32) -> Self {
+        Self { delay_level: level, ..self }
+    }
+
+    /// With the orderly `suspendCurrentQueueTimeMillis` set.
+    #[must_use]
+    pub fn with_suspend_millis(self, millis: u64) -> Self {
+        Self { suspend_millis: Some(millis), ..self }
+    }
 }
 
 impl From<ConsumeStatus> for ConsumeResult {
@@ -260,8 +280,9 @@ impl From<ConsumeStatus> for ConsumeResult {
 }
 
 /// What a listener knows besides the messages, and may set (Java's
-/// `ConsumeConcurrentlyContext` / `ConsumeOrderlyContext`).
+/// `ConsumeConcurrentlyContext` / `ConsumeOrderlyContext`). More fields may come.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConsumeContext {
     /// The queue the batch came from.
     pub queue: MessageQueue,
@@ -276,15 +297,14 @@ pub struct ConsumeContext {
 }
 
 impl ConsumeContext {
+    /// A fresh context for a batch of `kind` from `queue` (to test a listener, for one).
+    pub fn new(queue: MessageQueue, kind: BatchKind) -> Self {
+        Self { queue, kind, ack_index: None, delay_level: 0, suspend_millis: None }
+    }
+
     /// A fresh context for `batch`.
     pub fn for_batch(batch: &Batch) -> Self {
-        Self {
-            queue: batch.queue.clone(),
-            kind: batch.kind,
-            ack_index: None,
-            delay_level: 0,
-            suspend_millis: None,
-        }
+        Self::new(batch.queue.clone(), batch.kind)
     }
 
     /// The result to hand back: `status` plus what the listener set here.
@@ -338,6 +358,14 @@ impl std::ops::Deref for Messages {
     type Target = [MessageExt];
     fn deref(&self) -> &[MessageExt] {
         &self.chunk[self.start as usize..self.end as usize]
+    }
+}
+
+impl<'a> IntoIterator for &'a Messages {
+    type Item = &'a MessageExt;
+    type IntoIter = std::slice::Iter<'a, MessageExt>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
     }
 }
 

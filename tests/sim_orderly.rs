@@ -121,10 +121,8 @@ fn suspend_sim(seed: u64, suspend_millis: u64, poison: &'static str) -> Sim {
         .broker("broker-a", &[("T", 1)])
         .listener(move |_, batch, _| {
             if batch.messages.iter().any(|m| &*m.body == poison.as_bytes()) {
-                let result = ConsumeResult {
-                    suspend_millis: Some(suspend_millis),
-                    ..ConsumeResult::from_status(ConsumeStatus::SuspendCurrentQueueAMoment)
-                };
+                let result = ConsumeResult::from_status(ConsumeStatus::SuspendCurrentQueueAMoment)
+                    .with_suspend_millis(suspend_millis);
                 Verdict { result, took: Duration::ZERO }
             } else {
                 Verdict::OK

@@ -68,10 +68,7 @@ fn ack_index_fails_only_the_tail_of_a_batch() {
                 Verdict::OK
             } else {
                 // First message done, the rest to retry.
-                Verdict {
-                    result: ConsumeResult { ack_index: Some(0), ..ConsumeResult::SUCCESS },
-                    took: Duration::ZERO,
-                }
+                Verdict { result: ConsumeResult::SUCCESS.with_ack_index(0), took: Duration::ZERO }
             }
         })
         .build();

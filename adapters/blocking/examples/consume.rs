@@ -15,16 +15,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .name_server(name_server)
         .subscribe(topic, "*")
         .configure(|c| c.consume_message_batch_max_size(8))
-        .listener(|msgs, ctx| {
+        .listener(|msgs, mut ctx| {
             for (i, m) in msgs.iter().enumerate() {
                 let Ok(text) = std::str::from_utf8(&m.body) else {
                     // Messages before `i` succeeded; this one and the rest are retried later.
                     ctx.ack_index = i.checked_sub(1);
-                    return if i == 0 { ConsumeStatus::ReconsumeLater } else { ConsumeStatus::Success };
+                    return ctx.result(if i == 0 {
+                        ConsumeStatus::ReconsumeLater
+                    } else {
+                        ConsumeStatus::Success
+                    });
                 };
                 println!("queue {} offset {}: {text}", ctx.queue.queue_id, m.queue_offset);
             }
-            ConsumeStatus::Success
+            ctx.result(ConsumeStatus::Success)
         })
         .start()?;
     std::thread::sleep(Duration::from_secs(30));

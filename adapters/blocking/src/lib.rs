@@ -11,7 +11,7 @@
 //!     .name_server("127.0.0.1:9876")
 //!     .subscribe("TopicA", "*")
 //!     .listener(|msgs, _ctx| {
-//!         for m in msgs {
+//!         for m in &msgs {
 //!             // `?` works: an `Err` (here, a body that is not a number) is RECONSUME_LATER,
 //!             // logged with its message.
 //!             let amount: u64 = std::str::from_utf8(&m.body)?.trim().parse()?;
@@ -31,8 +31,9 @@ pub use rocketmq_push_io::api::*;
 use rocketmq_push_io::run::{self, Handle};
 use rocketmq_push_io::{ConsumerOptions, forward_options};
 
-/// A listener: the messages of one batch and a context it may set (`ackIndex`, delay level,
-/// orderly suspend time); returns the status.
+/// A listener: the messages of one batch and their context, as the async adapters' listeners
+/// get them; returns the status, or `ctx.result(status)` after setting `ack_index`, the delay
+/// level or the orderly suspend time.
 pub type Listener = rocketmq_push_io::SyncListener;
 
 /// Builder for [`PushConsumer`].
@@ -44,13 +45,15 @@ pub struct Builder {
 impl Builder {
     forward_options!();
 
-    /// The listener (`MessageListenerConcurrently`), run on `consumeThreadMin` threads. It
-    /// returns a `ConsumeStatus` (with what it set in `ctx`), a full `ConsumeResult`, or either
-    /// in a `Result`, so `?` works: an `Err`, like a panic, counts as RECONSUME_LATER and is
-    /// logged.
+    /// The listener (`MessageListenerConcurrently`), run on `consumeThreadMin` threads. It takes
+    /// what an async adapter's listener takes — the batch's [`Messages`] and its
+    /// [`ConsumeContext`] — and returns a `ConsumeStatus` (Java's defaults), a full
+    /// `ConsumeResult` (`ctx.result(status)` after setting `ack_index` or the delay level), or
+    /// either in a `Result`, so `?` works: an `Err`, like a panic, counts as RECONSUME_LATER and
+    /// is logged.
     pub fn listener<R: ListenerOutput>(
         mut self,
-        f: impl Fn(&[MessageExt], &mut ConsumeContext) -> R + Send + Sync + 'static,
+        f: impl Fn(Messages, ConsumeContext) -> R + Send + Sync + 'static,
     ) -> Self {
         self.listener = Some(rocketmq_push_io::sync_listener(f));
         self
@@ -60,7 +63,7 @@ impl Builder {
     /// order, under a broker lock. Return `SuspendCurrentQueueAMoment` to retry the batch later.
     pub fn orderly_listener<R: ListenerOutput>(
         self,
-        f: impl Fn(&[MessageExt], &mut ConsumeContext) -> R + Send + Sync + 'static,
+        f: impl Fn(Messages, ConsumeContext) -> R + Send + Sync + 'static,
     ) -> Self {
         self.listener(f).orderly()
     }

@@ -22,7 +22,7 @@ impl Adapter for Blocking {
     fn start(&self, name_server: &str, spec: &Spec) -> Box<dyn Running> {
         let s = spec.clone();
         let b = builder_for!(PushConsumer, name_server, spec)
-            .listener(move |msgs, ctx| s.verdict(msgs, &ctx.queue));
+            .listener(move |msgs, ctx| s.verdict(&msgs, &ctx.queue));
         Box::new(Handle(b.start().expect("consumer starts")))
     }
 }

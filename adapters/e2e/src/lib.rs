@@ -809,7 +809,7 @@ macro_rules! async_adapter_tests {
                         .start()
                         .unwrap(),
                     Mode::Blocking => {
-                        b.blocking_listener(move |msgs, ctx| s.verdict(msgs, &ctx.queue)).start().unwrap()
+                        b.blocking_listener(move |msgs, ctx| s.verdict(&msgs, &ctx.queue)).start().unwrap()
                     }
                     Mode::Stream => {
                         let (consumer, mut deliveries) = b.start_stream().unwrap();

@@ -7,14 +7,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use rocketmq_push_core::{ConsumeContext, ConsumeResult, ConsumeStatus, MessageExt, Messages};
+use rocketmq_push_core::{ConsumeContext, ConsumeResult, ConsumeStatus, Messages};
 
 /// What a listener may return: a [`ConsumeStatus`], a full [`ConsumeResult`], or either inside a
 /// `Result`, so that `?` works in a listener. An `Err` counts as RECONSUME_LATER (as an exception
 /// thrown from Java's `consumeMessage` does) and its message is logged with the batch.
 pub trait ListenerOutput: Send + 'static {
-    /// The batch's result; `status` turns a bare status into one (for a blocking listener, with
-    /// what it set in its context). `Err` says why the listener failed.
+    /// The batch's result; `status` turns a bare status into one. `Err` says why the listener
+    /// failed.
     fn into_result(
         self,
         status: impl FnOnce(ConsumeStatus) -> ConsumeResult,
@@ -45,18 +45,19 @@ impl<T: ListenerOutput, E: Display + Send + 'static> ListenerOutput for Result<T
     }
 }
 
-/// A synchronous listener with its answer type erased: the messages of one batch and a context
-/// it may set (`ackIndex`, delay level, orderly suspend time); `Err` = it failed, and why.
-pub type SyncListener =
-    Arc<dyn Fn(&[MessageExt], &mut ConsumeContext) -> Result<ConsumeResult, String> + Send + Sync>;
+/// A synchronous listener with its answer type erased: the messages of one batch and their
+/// context, as an async listener gets them; `Err` = it failed, and why.
+pub type SyncListener = Arc<dyn Fn(Messages, ConsumeContext) -> Result<ConsumeResult, String> + Send + Sync>;
 
-/// Erase the answer type of a blocking listener.
+/// Erase the answer type of a blocking listener. It takes what an async listener takes, so a
+/// listener moves between adapters unchanged: a bare status keeps Java's defaults, and
+/// `ctx.result(status)` carries `ack_index`, the delay level or the suspend time.
 pub fn sync_listener<F, R>(f: F) -> SyncListener
 where
-    F: Fn(&[MessageExt], &mut ConsumeContext) -> R + Send + Sync + 'static,
+    F: Fn(Messages, ConsumeContext) -> R + Send + Sync + 'static,
     R: ListenerOutput,
 {
-    Arc::new(move |m, ctx| f(m, ctx).into_result(|s| ctx.result(s)))
+    Arc::new(move |m, ctx| f(m, ctx).into_result(ConsumeResult::from_status))
 }
 
 /// A listener's future, boxed, its answer erased as in [`SyncListener`].
@@ -129,23 +130,24 @@ mod tests {
     }
 
     #[test]
-    fn a_blocking_listener_s_context_goes_with_a_bare_status_only() {
-        let mut ctx = ConsumeContext {
-            queue: rocketmq_push_core::MessageQueue::new("T", "b", 0),
-            kind: rocketmq_push_core::BatchKind::Concurrent,
-            ack_index: None,
-            delay_level: 0,
-            suspend_millis: None,
+    fn a_blocking_listener_answers_as_an_async_one() {
+        let ctx = || {
+            let q = rocketmq_push_core::MessageQueue::new("T", "b", 0);
+            ConsumeContext::new(q, rocketmq_push_core::BatchKind::Concurrent)
         };
-        let set = sync_listener(|_, ctx: &mut ConsumeContext| {
+        let bare = sync_listener(|_, mut ctx: ConsumeContext| {
             ctx.ack_index = Some(0);
             Ok::<_, String>(ConsumeStatus::Success)
         });
-        assert_eq!(set(&[], &mut ctx).unwrap().ack_index, Some(0));
-        let full = sync_listener(|_, ctx: &mut ConsumeContext| {
+        assert_eq!(
+            bare(Messages::from_vec(vec![]), ctx()).unwrap(),
+            ConsumeResult::SUCCESS,
+            "Java's defaults"
+        );
+        let full = sync_listener(|_, mut ctx: ConsumeContext| {
             ctx.ack_index = Some(0);
-            ConsumeResult::SUCCESS
+            ctx.result(ConsumeStatus::Success)
         });
-        assert_eq!(full(&[], &mut ctx).unwrap(), ConsumeResult::SUCCESS, "a full result is taken as is");
+        assert_eq!(full(Messages::from_vec(vec![]), ctx()).unwrap().ack_index, Some(0));
     }
 }

@@ -299,10 +299,10 @@ impl Ours {
         let (fail, suspend) = (s.fail, s.suspend);
         let first_seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
         let consumer = b
-            .listener(move |msgs, ctx| {
+            .listener(move |msgs, mut ctx| {
                 let mut later = false;
                 let mut first = false;
-                for m in msgs {
+                for m in &msgs {
                     let rec = Rec {
                         broker: ctx.queue.broker_name.to_string(),
                         queue: ctx.queue.queue_id,
@@ -320,9 +320,9 @@ impl Ours {
                 }
                 if suspend && first {
                     ctx.suspend_millis = Some(100);
-                    return ConsumeStatus::SuspendCurrentQueueAMoment;
+                    return ctx.result(ConsumeStatus::SuspendCurrentQueueAMoment);
                 }
-                if later { ConsumeStatus::ReconsumeLater } else { ConsumeStatus::Success }
+                ctx.result(if later { ConsumeStatus::ReconsumeLater } else { ConsumeStatus::Success })
             })
             .start()
             .expect("our consumer starts");

@@ -159,7 +159,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
             let t = tally.clone();
             let c = bench_builder!(rocketmq_push_blocking::PushConsumer, &ns, &group, &o.topic)
                 .listener(move |msgs, _| {
-                    t.see(msgs);
+                    t.see(&msgs);
                     ConsumeStatus::Success
                 })
                 .start()

@@ -32,10 +32,11 @@ macro_rules! async_adapter {
             }
 
             /// A blocking listener, run on threads of its own (at most `consumeThreadMin` at
-            /// once). It answers as [`listener`](Self::listener) does, `Result` included.
+            /// once). It takes and answers what [`listener`](Self::listener) does, `Result`
+            /// included.
             pub fn blocking_listener<R: $crate::ListenerOutput>(
                 mut self,
-                f: impl Fn(&[$crate::__core::MessageExt], &mut $crate::__core::ConsumeContext) -> R
+                f: impl Fn($crate::__core::Messages, $crate::__core::ConsumeContext) -> R
                 + Send
                 + Sync
                 + 'static,

@@ -74,7 +74,7 @@ impl Delivery {
 
     /// Messages up to and including `index` succeeded; the rest go back for retry.
     pub fn ack_up_to(self, index: usize) {
-        self.finish(ConsumeResult { ack_index: Some(index), ..ConsumeResult::SUCCESS });
+        self.finish(ConsumeResult::SUCCESS.with_ack_index(index));
     }
 
     /// Retry the whole batch later.

@@ -198,7 +198,7 @@ fn work(shared: &Shared, listener: &SyncListener) {
             drop(s);
             let id = batch.id;
             let (result, failed) =
-                guarded(|| listener(&batch.messages, &mut ConsumeContext::for_batch(&batch)));
+                guarded(|| listener(batch.messages.clone(), ConsumeContext::for_batch(&batch)));
             drop(batch);
             s = lock(&shared.state);
             s.busy -= 1;
