@@ -93,7 +93,8 @@ fi
 
 if [[ ${SKIP_NS2:-0} != 1 ]]; then
   scripts/rocketmq.sh stop
-  RMQ_NAMESRVS=2 scripts/rocketmq.sh start 5.3.3
+  # Plain: the TLS step's `env` exported its ACL and TLS settings, which `start` would read.
+  RMQ_ACL=0 RMQ_TLS=off RMQ_NAMESRVS=2 scripts/rocketmq.sh start 5.3.3
   eval "$(scripts/rocketmq.sh env)"
   cargo test --all-features -p rmqcat --test failover
 fi
