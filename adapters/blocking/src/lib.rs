@@ -77,7 +77,11 @@ impl Builder {
     }
 }
 
-/// A running push consumer. Dropping it shuts it down gracefully (as [`PushConsumer::shutdown`]).
+/// A running push consumer. Call [`PushConsumer::shutdown`] to stop it gracefully and wait for
+/// it. Dropping it, as in every adapter, asks for the same shutdown and returns at once: the
+/// consumer's own thread completes it (in-flight batches finish, offsets are committed, the client
+/// unregisters) while the process lives. A process that exits first leaves the last offsets
+/// uncommitted, so their messages come again: call `shutdown` before exiting.
 pub struct PushConsumer {
     handle: Handle,
 }
@@ -104,10 +108,6 @@ impl PushConsumer {
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.
     /// Returns when done; bounded by that deadline plus request timeouts.
     pub fn shutdown(self) {
-        self.stop();
-    }
-
-    fn stop(&self) {
         if !self.handle.is_terminated() {
             runtime::block_on(self.handle.shutdown());
         }
@@ -116,6 +116,6 @@ impl PushConsumer {
 
 impl Drop for PushConsumer {
     fn drop(&mut self) {
-        self.stop();
+        self.handle.shutdown_in_background();
     }
 }

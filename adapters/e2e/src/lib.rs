@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
@@ -163,7 +163,7 @@ macro_rules! builder_for {
 }
 
 /// A running consumer.
-pub trait Running {
+pub trait Running: Send {
     fn shutdown(self: Box<Self>);
 }
 
@@ -281,6 +281,15 @@ impl Env {
         }
     }
 
+    /// The group's live members (client ids) as the broker knows them.
+    pub fn members(&self, group: &str) -> Vec<String> {
+        let mut c = match self {
+            Self::Real { broker, .. } => client(broker),
+            Self::Sim(s) => Client::connect(s.broker_addr(0), T).unwrap(),
+        };
+        c.consumer_list(group).unwrap()
+    }
+
     /// `UNIQ_KEY`s in the group's dead-letter queue.
     pub fn dead_lettered(&self, group: &str) -> BTreeSet<String> {
         match self {
@@ -385,6 +394,7 @@ pub fn run_all(a: &dyn Adapter, env: &Env) {
         ("tag filter", tag_filter),
         ("consume from a timestamp", from_timestamp),
         ("a panicking listener counts as reconsume later", panicking_listener),
+        ("dropped without shutdown: returns at once, shuts down in the background", dropped_without_shutdown),
         (
             "orderly: two members, 10,000 over 8 queues, one leaves; order kept, nothing lost",
             orderly_two_members,
@@ -615,6 +625,54 @@ fn panicking_listener(a: &dyn Adapter, env: &Env) {
         ok.is_superset(&want)
     });
     c.shutdown();
+}
+
+/// A consumer dropped without `shutdown` behaves the same in every adapter: the drop returns at
+/// once, even with a batch still in its listener, and the graceful shutdown goes on in the
+/// background — the batch finishes, every offset is committed, the client leaves the group.
+fn dropped_without_shutdown(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_drop"), unique("g_drop"));
+    env.create_topic(&topic, 4);
+    let (batch, keys) = msgs(&topic, 40, |_| None);
+    let stored = (keys.len() + env.produce(batch)) as i64;
+    // The listener holds the last of the 40 to arrive (a delivery stream takes them one at a
+    // time) until the test opens the gate: (held, open).
+    let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));
+    let mut spec = Spec::new(&group, &topic);
+    let (seen, g, n) = (spec.recorder.clone(), gate.clone(), keys.len());
+    spec.decide = Arc::new(move |_| {
+        let (lock, cv) = &*g;
+        let mut state = lock.lock().unwrap();
+        if !state.0 && seen.keys().len() >= n {
+            state.0 = true;
+            cv.notify_all();
+            while !state.1 {
+                state = cv.wait(state).unwrap();
+            }
+        }
+        Outcome::Ok
+    });
+    let open = || {
+        let (lock, cv) = &*gate;
+        lock.lock().unwrap().1 = true;
+        cv.notify_all();
+    };
+    let c = a.start(&env.name_server(), &spec);
+    wait(Duration::from_secs(60), "40 in the listener, the last held there", || gate.0.lock().unwrap().0);
+    wait(Duration::from_secs(30), "the consumer in the group", || env.members(&group).len() == 1);
+    let (tx, dropped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(c);
+        let _ = tx.send(());
+    });
+    let returned = dropped.recv_timeout(Duration::from_secs(10));
+    open();
+    assert!(returned.is_ok(), "the drop waited for the batch in the listener");
+    // The held message's queue can only be committed past it after the batch finished.
+    wait(Duration::from_secs(30), "every offset committed after the drop", || {
+        env.committed(&group, &topic, 4).values().map(|o| o.unwrap_or(0)).sum::<i64>() == stored
+    });
+    wait(Duration::from_secs(30), "the dropped consumer left the group", || env.members(&group).is_empty());
 }
 
 fn close_mid_long_poll(a: &dyn Adapter, env: &Env, server: &SimServer) {

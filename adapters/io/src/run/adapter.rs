@@ -78,8 +78,10 @@ macro_rules! async_adapter {
             }
         }
 
-        /// A running push consumer. Call [`PushConsumer::shutdown`] to stop it gracefully;
-        /// dropping it asks for the same shutdown without waiting for it.
+        /// A running push consumer. Call [`PushConsumer::shutdown`] to stop it gracefully and
+        /// wait for it. Dropping it, in every adapter, asks for the same shutdown and returns at
+        /// once: the shutdown completes in the background while the runtime lives (see
+        /// `Handle::shutdown_in_background`).
         pub struct PushConsumer {
             handle: $crate::run::Handle,
         }
@@ -112,9 +114,7 @@ macro_rules! async_adapter {
 
         impl Drop for PushConsumer {
             fn drop(&mut self) {
-                if !self.handle.is_terminated() {
-                    self.handle.command($crate::__core::Command::Shutdown);
-                }
+                self.handle.shutdown_in_background();
             }
         }
     };

@@ -29,6 +29,18 @@ impl Handle {
         self.terminated().await;
     }
 
+    /// What every adapter's `PushConsumer` does when dropped without `shutdown`: ask for the same
+    /// graceful shutdown and return at once. The shutdown goes on in the background (the
+    /// consumer's own thread, or a task on the runtime it was started on) and completes — in-flight
+    /// batches finish, offsets are committed, the client unregisters — as long as the process and
+    /// that runtime live; a process that exits first leaves the last offsets uncommitted, and their
+    /// messages are delivered again (at least once, never lost).
+    pub fn shutdown_in_background(&self) {
+        if !self.is_terminated() {
+            self.command(Command::Shutdown);
+        }
+    }
+
     /// Wait until the consumer terminated (its owner task ended).
     pub async fn terminated(&self) {
         // Never sent on: it closes when the owner task drops its end.
