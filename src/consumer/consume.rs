@@ -1,7 +1,6 @@
 //! Consumption: batches out to user code, results back, and what failures become — send-back,
 //! the retry-topic fallback, a local retry — plus the consume timeout and direct consumption.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -91,15 +90,15 @@ impl Consumer {
         let wall = self.wall_ms();
         let Some(q) = self.queues.get_mut(key) else { return (None, 0) };
         q.last_consume_ms = wall;
-        let Some(first) = offsets.first().and_then(|o| q.pq.get_mut(*o)) else { return (None, 1) };
-        first.state = EntryState::InFlight;
-        let (chunk, start) = (first.chunk.clone(), first.index as usize);
+        let Some(mut first) = offsets.first().and_then(|o| q.pq.get_mut(*o)) else { return (None, 1) };
+        first.set_state(EntryState::InFlight);
+        let (chunk, chunk_id, start) = (first.chunk().clone(), first.chunk_id(), first.index());
         let mut run: SmallVec<[i64; 4]> = SmallVec::new();
         run.push(offsets[0]);
         while run.len() < size && run.len() < offsets.len() {
             match q.pq.get_mut(offsets[run.len()]) {
-                Some(e) if Arc::ptr_eq(&e.chunk, &chunk) && e.index as usize == start + run.len() => {
-                    e.state = EntryState::InFlight;
+                Some(mut e) if e.chunk_id() == chunk_id && e.index() == start + run.len() => {
+                    e.set_state(EntryState::InFlight);
                     run.push(offsets[run.len()]);
                 }
                 _ => break,
@@ -435,11 +434,11 @@ impl Consumer {
             return;
         }
         let Some(q) = self.queues.get_mut(sb.key) else { return };
-        let Some(e) = q.pq.get_mut(sb.offset) else { return };
+        let Some(mut e) = q.pq.get_mut(sb.offset) else { return };
         let mut again = e.msg().clone();
         again.reconsume_times += 1;
         e.replace(again);
-        e.state = EntryState::Ready;
+        e.set_state(EntryState::Ready);
         let queue = q.user_mq.clone();
         self.stats.local_retries += 1;
         self.emit(Event::LocalRetry { queue, offset: sb.offset });
@@ -464,7 +463,7 @@ impl Consumer {
         let ready: Vec<i64> = r
             .offsets
             .into_iter()
-            .filter(|o| q.pq.get(*o).is_some_and(|e| e.state == EntryState::Ready))
+            .filter(|o| q.pq.get(*o).is_some_and(|e| e.state() == EntryState::Ready))
             .collect();
         if !ready.is_empty() {
             self.dispatch(r.key, &ready);

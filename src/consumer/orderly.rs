@@ -109,17 +109,17 @@ impl Consumer {
         let (retry_offsets, msgs): (Vec<i64>, Vec<_>) = again.into_iter().unzip();
         let chunk = Arc::new(msgs);
         for (i, o) in retry_offsets.iter().enumerate() {
-            if let Some(e) = q.pq.get_mut(*o) {
-                e.rechunk(chunk.clone(), i as u32);
-                e.state = EntryState::Ready;
+            if let Some(mut e) = q.pq.get_mut(*o) {
+                e.rechunk(&chunk, i as u32);
+                e.set_state(EntryState::Ready);
             }
         }
         let dropped = if clustering {
             for &o in &give_up {
                 // Held (pinning the commit, holding the queue) until the broker has it in the
                 // dead-letter queue.
-                if let Some(e) = q.pq.get_mut(o) {
-                    e.state = EntryState::InFlight;
+                if let Some(mut e) = q.pq.get_mut(o) {
+                    e.set_state(EntryState::InFlight);
                     q.dead_letters += 1;
                 }
             }
