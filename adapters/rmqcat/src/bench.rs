@@ -152,8 +152,13 @@ pub(crate) fn run(o: Opts) -> Outcome {
                     say!("rmqcat: bench: {e}");
                     std::process::exit(1);
                 }
+                // Outlive the measurement: a thread's context switches are counted only while
+                // it exists (the process ends after the report).
+                loop {
+                    std::thread::park();
+                }
             });
-            tally.wait(limit)
+            tally.wait(limit).map(|l| (l, usage()))
         }
         Adapter::Blocking => {
             let t = tally.clone();
@@ -164,7 +169,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
                 })
                 .start()
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
-            let last = tally.wait(limit);
+            let last = tally.wait(limit).map(|l| (l, usage()));
             c.shutdown();
             last
         }
@@ -183,7 +188,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
                 })
                 .start()
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
-            let last = tally.wait(limit);
+            let last = tally.wait(limit).map(|l| (l, usage()));
             rt.block_on(c.shutdown());
             last
         }
@@ -196,7 +201,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
                 })
                 .start()
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
-            let last = tally.wait(limit);
+            let last = tally.wait(limit).map(|l| (l, usage()));
             async_std::task::block_on(c.shutdown());
             last
         }
@@ -209,30 +214,28 @@ pub(crate) fn run(o: Opts) -> Outcome {
                 })
                 .start()
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
-            let last = tally.wait(limit);
+            let last = tally.wait(limit).map(|l| (l, usage()));
             smol::block_on(c.shutdown());
             last
         }
     };
-    let Some(last) = last else {
+    // Measured at the last message, before the shutdown: what consuming cost, with every
+    // thread of the consumer still there to count its switches.
+    let Some((last, used)) = last else {
         let n = tally.count.load(Ordering::Relaxed);
         return Err(Failure::Runtime(format!("only {n} of {} messages in {} s", o.count, o.limit)));
     };
-    report(&o, &tally, last - started);
+    report(&o, &tally, last - started, used);
     Ok(ExitCode::SUCCESS)
 }
 
-/// The process's CPU seconds (user + system), peak RSS in KiB and context switches (of the
-/// threads still running: scripts/bench-clients.sh takes the whole process's from GNU time), from
-/// /proc.
+/// The process's CPU seconds (user + system, every thread's), peak RSS in KiB and context
+/// switches, from /proc.
+/// Switches are counted per thread, so only threads still running count: take it while the
+/// consumer runs (scripts/bench-clients.sh takes the whole process's from GNU time).
 fn usage() -> (f64, u64, u64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // Linux reports these in USER_HZ (100 a second on every mainstream configuration).
-    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    let cpu = t.tv_sec as f64 + t.tv_nsec as f64 / 1e9;
     let field = |status: &str, name: &str| {
         status
             .lines()
@@ -253,8 +256,7 @@ fn usage() -> (f64, u64, u64) {
     (cpu, field(&status, "VmHWM:"), switches)
 }
 
-fn report(o: &Opts, t: &Tally, took: Duration) {
-    let (cpu, rss_kib, switches) = usage();
+fn report(o: &Opts, t: &Tally, took: Duration, (cpu, rss_kib, switches): (f64, u64, u64)) {
     let n = t.count.load(Ordering::Relaxed);
     let bytes = t.bytes.load(Ordering::Relaxed);
     let secs = took.as_secs_f64().max(1e-9);

@@ -601,3 +601,54 @@ fn a_namespace_wraps_what_travels_and_not_what_is_shown() {
         text(&o.stdout)
     );
 }
+
+/// `bench` through every adapter (and the raw-pull ceiling): every message counted once, and
+/// every figure measured, not left at zero — context switches included, which are counted per
+/// thread and so must be read while the consumer's threads still run.
+fn bench_every_adapter(ns: &str, topic: &str, count: usize) {
+    for adapter in ["raw", "tokio", "blocking", "async-std", "smol"] {
+        let n = count.to_string();
+        let o = run(&[
+            "bench",
+            "-n",
+            ns,
+            "-t",
+            topic,
+            "-c",
+            &n,
+            "--adapter",
+            adapter,
+            "--json",
+            "--limit",
+            "120",
+        ]);
+        assert!(o.status.success(), "{adapter}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        let v = Value::parse(out.trim_end().as_bytes()).unwrap_or_else(|e| panic!("{adapter}: {e}: {out}"));
+        let num =
+            |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or_else(|| panic!("{adapter}: {k} in {out}"));
+        assert_eq!(num("count"), count as f64, "{adapter}: {out}");
+        for k in ["ms", "msg_per_s", "mb_per_s", "cpu_s_per_million", "peak_rss_kib", "context_switches"] {
+            assert!(num(k) > 0.0, "{adapter}: {k} in {out}");
+        }
+        assert!(num("p99_ms") >= num("p50_ms"), "{adapter}: {out}");
+    }
+}
+
+#[test]
+fn bench_measures_every_adapter_against_the_simulator() {
+    let s = sim(&[("B", 4)]);
+    let o = run(&["produce", "-n", s.name_server(), "-t", "B", "--count", "2000", "--size", "100"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    bench_every_adapter(s.name_server(), "B", 2000);
+}
+
+#[test]
+fn bench_measures_every_adapter_against_the_real_broker() {
+    let Some(ns) = real_name_server() else { return };
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let topic = format!("rmqcat_bench_{stamp}");
+    let o = run(&["produce", "-n", &ns, "-t", &topic, "--create", "4", "--count", "2000", "--size", "100"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    bench_every_adapter(&ns, &topic, 2000);
+}
