@@ -209,9 +209,40 @@ pub enum Command {
         /// Topic.
         topic: String,
     },
+    /// Stop pulling the selected queues until a [`Command::ResumeQueues`] with the same
+    /// selector: what is already with user code finishes, orderly locks are kept, and the answer
+    /// to a pull already out is set aside (its messages are pulled again on resume), so nothing
+    /// of those queues reaches a listener after this command. Queues assigned later are paused
+    /// too. Java's push consumer can only suspend everything; its lite pull consumer pauses
+    /// queues (`pause(Collection<MessageQueue>)`).
+    PauseQueues(QueueSelector),
+    /// Undo the [`Command::PauseQueues`] with this selector. A queue pulls again when no pause
+    /// selects it (pausing a topic and one of its queues takes both resumes for that queue).
+    ResumeQueues(QueueSelector),
     /// Graceful shutdown: stop pulling, wait for in-flight batches (up to
     /// `awaitTerminationMillisWhenShutdown`), persist offsets, unregister, then `Event::Terminated`.
     Shutdown,
+}
+
+/// The queues a [`Command::PauseQueues`] or [`Command::ResumeQueues`] is about, named as the
+/// application names them (without the namespace).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QueueSelector {
+    /// Every queue of a topic.
+    Topic(String),
+    /// One queue.
+    Queue(MessageQueue),
+}
+
+impl QueueSelector {
+    /// True if `queue` (without the namespace) is selected.
+    pub fn matches(&self, queue: &MessageQueue) -> bool {
+        match self {
+            Self::Topic(t) => *queue.topic == **t,
+            Self::Queue(q) => q == queue,
+        }
+    }
 }
 
 /// What a listener returns (`ConsumeConcurrentlyStatus` / `ConsumeOrderlyStatus`).
@@ -691,6 +722,17 @@ pub enum Event {
     LockFailed {
         /// The queue.
         queue: MessageQueue,
+    },
+    /// A [`Command::PauseQueues`] took effect: from now on nothing of those queues reaches a
+    /// listener.
+    QueuesPaused {
+        /// What was paused.
+        selector: QueueSelector,
+    },
+    /// A [`Command::ResumeQueues`] took effect (queues no other pause selects pull again).
+    QueuesResumed {
+        /// What was resumed.
+        selector: QueueSelector,
     },
     /// Shutdown finished: nothing more will happen.
     Terminated,

@@ -75,6 +75,24 @@ impl Consumer {
                 self.request_rebalance();
                 Ok(())
             }
+            Command::PauseQueues(selector) => {
+                if !self.paused_queues.contains(&selector) {
+                    self.paused_queues.push(selector.clone());
+                }
+                self.emit(Event::QueuesPaused { selector });
+                Ok(())
+            }
+            Command::ResumeQueues(selector) => {
+                let before = self.paused_queues.len();
+                self.paused_queues.retain(|s| *s != selector);
+                self.emit(Event::QueuesResumed { selector });
+                if self.paused_queues.len() < before && !self.paused {
+                    for key in self.queues.all_keys() {
+                        self.try_pull(key);
+                    }
+                }
+                Ok(())
+            }
             Command::Subscribe { topic, expression } => {
                 if topic.is_empty()
                     || !topic.bytes().all(|b| b.is_ascii_alphanumeric() || b"%|_-".contains(&b))

@@ -89,6 +89,8 @@ pub struct Consumer {
     now: Instant,
     state: RunState,
     paused: bool,
+    /// Queues paused by the application (`Command::PauseQueues`); usually none.
+    paused_queues: Vec<crate::event::QueueSelector>,
     outputs: VecDeque<Output>,
     timers: TimerQueue,
     // requests
@@ -167,6 +169,7 @@ impl Consumer {
             now,
             state: RunState::Running,
             paused: false,
+            paused_queues: Vec::new(),
             outputs: VecDeque::new(),
             timers: TimerQueue::default(),
             pending: HashMap::new(),

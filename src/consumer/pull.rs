@@ -62,7 +62,7 @@ impl Consumer {
         }
         let (count_limit, size_limit) = (self.count_threshold(), self.size_threshold());
         let Some(q) = self.queues.get(key) else { return };
-        if q.phase != Phase::Pulling || q.pull_in_flight {
+        if q.phase != Phase::Pulling || q.pull_in_flight || self.queue_paused(key) {
             return;
         }
         self.timers.stop(Timer::Pull(key));
@@ -94,6 +94,12 @@ impl Consumer {
         q.last_pull_ms = wall;
         let timeout = self.cfg.consumer_timeout_when_suspend;
         self.transmit(peer, Request::PullMessage(header), PendingKind::Pull { key }, timeout);
+    }
+
+    /// True if the application paused this queue (`Command::PauseQueues`).
+    pub(super) fn queue_paused(&self, key: QueueKey) -> bool {
+        !self.paused_queues.is_empty()
+            && self.queues.get(key).is_some_and(|q| self.paused_queues.iter().any(|s| s.matches(&q.user_mq)))
     }
 
     fn pull_header(&self, key: QueueKey, peer: &PeerAddr) -> PullMessageRequestHeader {
@@ -135,9 +141,16 @@ impl Consumer {
         peer: &PeerAddr,
         result: Result<RemotingCommand, Failure>,
     ) {
+        let paused = self.queue_paused(key);
         let Some(q) = self.queues.get_mut(key) else { return };
         q.pull_in_flight = false;
         q.pull_commit_sent = None;
+        if paused {
+            // Paused while this pull was out: set the answer aside, so nothing of the queue
+            // reaches a listener after the pause. `next_offset` has not moved: resuming pulls
+            // the same messages again.
+            return;
+        }
         // An orderly queue that lost its lock or is being released: the answer is not used.
         if self.state != RunState::Running || q.phase != Phase::Pulling {
             // Shutting down: what this pull found is not consumed and its offset not moved.

@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::SimBrokerConfig;
 use super::world::{Fault, Faults, Sim, Verdict};
 use crate::event::ConsumeResult;
-use crate::{Command, ConsumeFromWhere, ConsumeMode};
+use crate::message::MessageQueue;
+use crate::{Command, ConsumeFromWhere, ConsumeMode, QueueSelector};
 
 /// One step of a scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +30,9 @@ pub enum SimOp {
     Suspend(u8),
     /// Resume consumer `n % consumers`.
     Resume(u8),
+    /// Pause queue `q % 7` of consumer `n % consumers` (0..6: a queue of broker-a or -b; 6: the
+    /// whole topic), or resume it if paused.
+    TogglePause(u8, u8),
     /// Network faults: drop, duplicate, delay (percent).
     Faults(u8, u8, u8),
     /// No more network faults.
@@ -40,7 +44,7 @@ impl SimOp {
     pub fn decode_all(mut data: &[u8]) -> Vec<Self> {
         let mut ops = Vec::new();
         while let [tag, a, rest @ ..] = data {
-            let (op, used) = match tag % 11 {
+            let (op, used) = match tag % 12 {
                 0 => (Self::Produce(*a % 64), 0),
                 1 => (Self::Advance(u16::from(*a) * 4), 0),
                 2 => (Self::ResetBroker(*a), 0),
@@ -58,6 +62,7 @@ impl SimOp {
                     ),
                     2,
                 ),
+                11 => (Self::TogglePause(*a, rest.first().copied().unwrap_or(0)), 1),
                 _ => (Self::Heal, 0),
             };
             ops.push(op);
@@ -101,6 +106,7 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
     for _ in 0..n {
         sim.add_consumer(cfg.clone());
     }
+    let mut paused: Vec<(usize, QueueSelector)> = Vec::new();
     for op in ops.iter().take(200) {
         match *op {
             SimOp::Produce(k) => sim.produce("T", usize::from(k)),
@@ -113,6 +119,25 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
             SimOp::Shutdown(c) => sim.inject(Fault::ShutdownConsumer(usize::from(c) % n)),
             SimOp::Suspend(c) => sim.command(usize::from(c) % n, Command::Suspend),
             SimOp::Resume(c) => sim.command(usize::from(c) % n, Command::Resume),
+            SimOp::TogglePause(c, q) => {
+                let c = usize::from(c) % n;
+                let selector = match q % 7 {
+                    6 => QueueSelector::Topic("T".into()),
+                    q => QueueSelector::Queue(MessageQueue::new(
+                        "T",
+                        if q < 3 { "broker-a" } else { "broker-b" },
+                        i32::from(q % 3),
+                    )),
+                };
+                let entry = (c, selector.clone());
+                if let Some(at) = paused.iter().position(|p| *p == entry) {
+                    paused.remove(at);
+                    sim.command(c, Command::ResumeQueues(selector));
+                } else {
+                    paused.push(entry);
+                    sim.command(c, Command::PauseQueues(selector));
+                }
+            }
             SimOp::Faults(d, u, l) => sim.inject(Fault::SetFaults(Faults {
                 drop: f64::from(d) / 100.0,
                 duplicate: f64::from(u) / 100.0,
@@ -126,6 +151,9 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
     sim.heal();
     let shutting = |s: &Sim| (0..n).any(|i| s.consumer(i).is_some_and(|c| c.is_shutting_down()));
     sim.run_until(|s| !shutting(s), Duration::from_secs(120))?;
+    for (c, selector) in paused {
+        sim.command(c, Command::ResumeQueues(selector));
+    }
     for i in 0..n {
         sim.command(i, Command::Resume);
         if sim.consumer(i).is_none_or(|c| c.is_terminated()) {
@@ -145,6 +173,7 @@ mod tests {
         assert!(SimOp::decode_all(&[]).is_empty());
         assert_eq!(SimOp::decode_all(&[0, 5, 9]), [SimOp::Produce(5)]);
         assert_eq!(SimOp::decode_all(&[9, 1, 2, 3, 10, 0]), [SimOp::Faults(1, 2, 3), SimOp::Heal]);
+        assert_eq!(SimOp::decode_all(&[11, 1, 6]), [SimOp::TogglePause(1, 6)]);
         run_ops(1, &SimOp::decode_all(&[0, 20, 1, 50, 4, 0, 1, 50, 5, 0, 0, 10])).unwrap();
     }
 }

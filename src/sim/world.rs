@@ -1209,6 +1209,8 @@ fn event_name(e: &Event) -> &'static str {
         Event::UnexpectedResponse { .. } => "UnexpectedResponse",
         Event::LockFailed { .. } => "LockFailed",
         Event::ConnectionLost { .. } => "ConnectionLost",
+        Event::QueuesPaused { .. } => "QueuesPaused",
+        Event::QueuesResumed { .. } => "QueuesResumed",
         Event::Terminated => "Terminated",
     }
 }
