@@ -1,7 +1,7 @@
 //! The shared end-to-end suite (`rocketmq-push-e2e`) on this adapter: against the simulator over
 //! loopback TCP, and against the real broker when one is running.
 
-use rocketmq_push_blocking::{ConsumeStatus, PushConsumer};
+use rocketmq_push_blocking::{ConsumeStatus, MessageQueue, PushConsumer};
 use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 
 struct Blocking;
@@ -11,6 +11,12 @@ struct Handle(PushConsumer);
 impl Running for Handle {
     fn shutdown(self: Box<Self>) {
         self.0.shutdown();
+    }
+    fn pause_queue(&self, queue: MessageQueue) {
+        self.0.pause_queue(queue);
+    }
+    fn resume_queue(&self, queue: MessageQueue) {
+        self.0.resume_queue(queue);
     }
 }
 

@@ -165,6 +165,8 @@ macro_rules! builder_for {
 /// A running consumer.
 pub trait Running: Send {
     fn shutdown(self: Box<Self>);
+    fn pause_queue(&self, queue: MessageQueue);
+    fn resume_queue(&self, queue: MessageQueue);
 }
 
 /// What each adapter provides to run the suite.
@@ -265,6 +267,30 @@ impl Env {
                 s.produce(msgs);
                 0
             }
+        }
+    }
+
+    /// Store `msgs` in queue `queue_id` (of broker-a).
+    pub fn produce_to(&self, msgs: Vec<Message>, queue_id: i32) {
+        match self {
+            Self::Real { name_server, .. } => {
+                let mut p = Producer::new(name_server, T)
+                    .with_credentials(rocketmq_push_io::credentials_from_env())
+                    .with_transport(transport());
+                // The route first: `send_to` names a queue of it.
+                if let Some(m) = msgs.first() {
+                    p.queues(&m.topic).unwrap();
+                }
+                for m in msgs {
+                    let q = MessageQueue::new(&*m.topic, "broker-a", queue_id);
+                    let mut tries = 0;
+                    while let Err(e) = p.send_to(m.clone(), &q) {
+                        tries += 1;
+                        assert!(tries <= 2, "send failed 3 times: {e}");
+                    }
+                }
+            }
+            Self::Sim(s) => s.produce_to(msgs, queue_id),
         }
     }
 
@@ -395,6 +421,7 @@ pub fn run_all(a: &dyn Adapter, env: &Env) {
         ("consume from a timestamp", from_timestamp),
         ("a panicking listener counts as reconsume later", panicking_listener),
         ("dropped without shutdown: returns at once, shuts down in the background", dropped_without_shutdown),
+        ("a paused queue delivers nothing while the others flow; resumed, everything once", pause_one_queue),
         (
             "orderly: two members, 10,000 over 8 queues, one leaves; order kept, nothing lost",
             orderly_two_members,
@@ -675,6 +702,46 @@ fn dropped_without_shutdown(a: &dyn Adapter, env: &Env) {
     wait(Duration::from_secs(30), "the dropped consumer left the group", || env.members(&group).is_empty());
 }
 
+/// Pausing one queue: nothing of it reaches the listener while the other queues flow — not even
+/// the answer to the long poll that was out when the pause came — and once resumed it delivers
+/// what waited, once.
+fn pause_one_queue(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_pause"), unique("g_pause"));
+    env.create_topic(&topic, 4);
+    let spec = Spec::new(&group, &topic);
+    let c = a.start(&env.name_server(), &spec);
+    // One message a queue first: once each is consumed, every queue's next long poll is out.
+    let (warm, _) = msgs(&topic, 4, |_| None);
+    for (q, m) in (0..).zip(warm) {
+        env.produce_to(vec![m], q);
+    }
+    wait(Duration::from_secs(60), "one message from each queue", || spec.recorder.keys().len() >= 4);
+    let q1 = MessageQueue::new(topic.as_str(), "broker-a", 1);
+    c.pause_queue(q1.clone());
+    wait(Duration::from_secs(10), "the pause takes effect", || {
+        spec.recorder.events().iter().any(|e| matches!(e, Event::QueuesPaused { .. }))
+    });
+    // Ten a queue, interleaved, so queue 1's would arrive among the others' if it were pulled.
+    let (batch, keys) = msgs(&topic, 40, |_| None);
+    for (i, m) in batch.into_iter().enumerate() {
+        env.produce_to(vec![m], (i % 4) as i32);
+    }
+    let from = |q: i32| -> BTreeSet<i64> {
+        spec.recorder.all().iter().filter(|r| r.queue.queue_id == q).map(|r| r.offset).collect()
+    };
+    wait(Duration::from_secs(60), "queues 0, 2 and 3 consumed", || {
+        [0, 2, 3].iter().all(|q| from(*q).len() == 11)
+    });
+    assert_eq!(from(1).len(), 1, "only the warm-up message of the paused queue");
+    c.resume_queue(q1);
+    wait(Duration::from_secs(60), "the paused queue's ten after the resume", || from(1).len() == 11);
+    c.shutdown();
+    let all = spec.recorder.all();
+    let offsets: BTreeSet<(i32, i64)> = all.iter().map(|r| (r.queue.queue_id, r.offset)).collect();
+    assert_eq!(offsets.len(), all.len(), "nothing twice");
+    assert!(spec.recorder.keys().is_superset(&keys.into_iter().collect()), "every message");
+}
+
 fn close_mid_long_poll(a: &dyn Adapter, env: &Env, server: &SimServer) {
     let (topic, group) = (unique("e2e_close"), unique("g_close"));
     env.create_topic(&topic, 4);
@@ -843,6 +910,12 @@ macro_rules! async_adapter_tests {
             fn shutdown(self: Box<Self>) {
                 ($block_on)(self.0.shutdown());
             }
+            fn pause_queue(&self, queue: $crate::__MessageQueue) {
+                self.0.pause_queue(queue);
+            }
+            fn resume_queue(&self, queue: $crate::__MessageQueue) {
+                self.0.resume_queue(queue);
+            }
         }
 
         impl $crate::Adapter for AsyncAdapter {
@@ -920,3 +993,5 @@ macro_rules! async_adapter_tests {
 
 #[doc(hidden)]
 pub use rocketmq_push_core::ConsumeStatus as __ConsumeStatus;
+#[doc(hidden)]
+pub use rocketmq_push_core::MessageQueue as __MessageQueue;

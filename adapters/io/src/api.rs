@@ -5,7 +5,7 @@
 pub use rocketmq_push_core::{
     AllocateStrategy, ClientId, Command, ConfigError, ConsumeContext, ConsumeFromWhere, ConsumeMode,
     ConsumeResult, ConsumeStatus, ConsumerConfigBuilder, DisconnectReason, Event, Message, MessageExt,
-    MessageModel, MessageQueue, Messages, Stats,
+    MessageModel, MessageQueue, Messages, QueueSelector, Stats,
 };
 
 pub use crate::{ListenerOutput, StartError};

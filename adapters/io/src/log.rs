@@ -50,6 +50,8 @@ pub fn log_event(e: &Event) {
             tracing::warn!(%peer, %reason, "connection lost; will reconnect")
         }
         Event::LockFailed { queue } => tracing::warn!(?queue, "could not lock queue; retrying"),
+        Event::QueuesPaused { selector } => tracing::info!(?selector, "paused"),
+        Event::QueuesResumed { selector } => tracing::info!(?selector, "resumed"),
         Event::Terminated => tracing::info!("consumer terminated"),
         other => tracing::info!(?other, "event"),
     }

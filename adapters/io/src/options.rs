@@ -410,6 +410,30 @@ macro_rules! consumer_commands {
         pub fn resume(&self) {
             self.command($crate::__core::Command::Resume);
         }
+        /// Stop pulling every queue of `topic` (queues assigned later too) until
+        /// [`resume_topic`](Self::resume_topic): batches with the listener finish, orderly locks
+        /// are kept, and nothing more of the topic reaches the listener (the answer to a pull
+        /// already out is set aside and pulled again on resume).
+        pub fn pause_topic(&self, topic: impl Into<String>) {
+            self.command($crate::__core::Command::PauseQueues($crate::__core::QueueSelector::Topic(
+                topic.into(),
+            )));
+        }
+        /// Undo [`pause_topic`](Self::pause_topic).
+        pub fn resume_topic(&self, topic: impl Into<String>) {
+            self.command($crate::__core::Command::ResumeQueues($crate::__core::QueueSelector::Topic(
+                topic.into(),
+            )));
+        }
+        /// Stop pulling one queue, as [`pause_topic`](Self::pause_topic) does a topic's. A queue
+        /// pulls again once no pause selects it.
+        pub fn pause_queue(&self, queue: $crate::__core::MessageQueue) {
+            self.command($crate::__core::Command::PauseQueues($crate::__core::QueueSelector::Queue(queue)));
+        }
+        /// Undo [`pause_queue`](Self::pause_queue).
+        pub fn resume_queue(&self, queue: $crate::__core::MessageQueue) {
+            self.command($crate::__core::Command::ResumeQueues($crate::__core::QueueSelector::Queue(queue)));
+        }
         /// Add or change a TAG subscription.
         pub fn subscribe(&self, topic: impl Into<String>, expression: impl Into<String>) {
             self.command($crate::__core::Command::Subscribe {

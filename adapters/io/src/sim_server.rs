@@ -192,6 +192,16 @@ impl SimServer {
         })
     }
 
+    /// Store `messages` in queue `queue_id` of the first broker.
+    pub fn produce_to(&self, messages: Vec<Message>, queue_id: i32) {
+        self.with(move |w, now| {
+            for m in messages {
+                w.brokers[0].produce(&m.topic, queue_id, &m, now);
+            }
+            flush(w, 0);
+        });
+    }
+
     /// Create a topic on every broker.
     pub fn create_topic(&self, topic: &str, queues: i32) {
         let topic = topic.to_owned();
