@@ -73,6 +73,18 @@ pub struct QueueSnapshot {
     pub locked: bool,
     /// Orderly: a batch of this queue is with user code.
     pub consuming: bool,
+    /// The queue's max offset on the broker, from the last pull answer (−1 before one).
+    pub broker_max_offset: i64,
+}
+
+impl QueueSnapshot {
+    /// Messages stored and not yet committed: the broker's max offset minus the offset that would
+    /// be committed now (what `mqadmin consumerProgress` shows as Diff, from this client's side;
+    /// None until both are known).
+    pub fn lag(&self) -> Option<i64> {
+        let committed = if self.commit_offset >= 0 { self.commit_offset } else { self.watermark };
+        (self.broker_max_offset >= 0 && committed >= 0).then(|| (self.broker_max_offset - committed).max(0))
+    }
 }
 
 /// The push consumer state machine.
@@ -333,6 +345,7 @@ impl Consumer {
                 max_pulled: q.pq.max_offset(),
                 locked: self.holds_lock(k),
                 consuming: q.consuming.is_some(),
+                broker_max_offset: q.broker_max_offset,
             })
             .collect()
     }

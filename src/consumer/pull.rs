@@ -221,6 +221,10 @@ impl Consumer {
                 self.refused_topics.remove(&*q.mq.topic);
             }
         }
+        if let Some(q) = self.queues.get_mut(key) {
+            // For lag: every pull answer carries it, so no request of its own is needed.
+            q.broker_max_offset = h.max_offset;
+        }
         match status {
             Some(ResponseCode::Success) => self.on_found(key, &h, cmd),
             Some(ResponseCode::PullOffsetMoved) => self.on_offset_moved(key, h.next_begin_offset),

@@ -39,6 +39,8 @@ pub(super) struct QueueState {
     pub(super) suggest_broker_id: i64,
     pub(super) last_pull_ms: i64,
     pub(super) last_consume_ms: i64,
+    /// The queue's max offset as the last pull answer gave it (−1 before one).
+    pub(super) broker_max_offset: i64,
     /// Orderly: when the broker last confirmed our lock (`None`: not locked).
     pub(super) locked_at: Option<std::time::Instant>,
     /// Orderly: the one batch in flight.
@@ -78,6 +80,7 @@ impl QueueState {
             suggest_broker_id: 0,
             last_pull_ms: 0,
             last_consume_ms: 0,
+            broker_max_offset: -1,
             locked_at: None,
             consuming: None,
             suspended: false,
