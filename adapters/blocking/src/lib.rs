@@ -104,6 +104,18 @@ impl PushConsumer {
 
     rocketmq_push_io::consumer_commands!();
 
+    /// Counters since start (pulled, consumed OK and failed, sent back, timeouts, pull errors,
+    /// flow-control delays); zeros once the consumer terminated.
+    pub fn stats(&self) -> Stats {
+        runtime::block_on(self.handle.snapshot()).map(|s| s.stats).unwrap_or_default()
+    }
+
+    /// Every held queue: next and committed offsets, cached messages and bytes, the broker's max
+    /// offset and the lag ([`QueueSnapshot::lag`]) from the pull answers, orderly lock state.
+    pub fn queues(&self) -> Vec<QueueSnapshot> {
+        runtime::block_on(self.handle.snapshot()).map(|s| s.queues).unwrap_or_default()
+    }
+
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.
     /// Returns when done; bounded by that deadline plus request timeouts.

@@ -1,7 +1,7 @@
 //! The shared end-to-end suite (`rocketmq-push-e2e`) on this adapter: against the simulator over
 //! loopback TCP, and against the real broker when one is running.
 
-use rocketmq_push_blocking::{ConsumeStatus, MessageQueue, PushConsumer};
+use rocketmq_push_blocking::{ConsumeStatus, MessageQueue, PushConsumer, QueueSnapshot, Stats};
 use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 
 struct Blocking;
@@ -17,6 +17,12 @@ impl Running for Handle {
     }
     fn resume_queue(&self, queue: MessageQueue) {
         self.0.resume_queue(queue);
+    }
+    fn stats(&self) -> Stats {
+        self.0.stats()
+    }
+    fn queues(&self) -> Vec<QueueSnapshot> {
+        self.0.queues()
     }
 }
 

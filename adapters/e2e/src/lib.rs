@@ -13,7 +13,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
 use rocketmq_push_core::sim::SimBrokerConfig;
-use rocketmq_push_core::{ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel};
+use rocketmq_push_core::{
+    ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel, QueueSnapshot, Stats,
+};
 use rocketmq_push_io::sim_server::SimServer;
 use rocketmq_push_io::{Client, Producer};
 
@@ -167,6 +169,8 @@ pub trait Running: Send {
     fn shutdown(self: Box<Self>);
     fn pause_queue(&self, queue: MessageQueue);
     fn resume_queue(&self, queue: MessageQueue);
+    fn stats(&self) -> Stats;
+    fn queues(&self) -> Vec<QueueSnapshot>;
 }
 
 /// What each adapter provides to run the suite.
@@ -462,6 +466,17 @@ fn consume_commit_restart(a: &dyn Adapter, env: &Env) {
     let spec = Spec::new(&group, &topic);
     let c = a.start(&env.name_server(), &spec);
     wait(Duration::from_secs(120), "10,000 consumed", || spec.recorder.keys().len() >= keys.len());
+    // What the consumer reports of itself: every queue held, the broker's max offsets learnt
+    // from the pull answers, no lag once all is consumed; the counters agree.
+    wait(Duration::from_secs(30), "8 queues reported with no lag", || {
+        let q = c.queues();
+        q.len() == 8
+            && q.iter().all(|s| s.lag() == Some(0))
+            && q.iter().map(|s| s.broker_max_offset).sum::<i64>() == stored as i64
+    });
+    let stats = c.stats();
+    assert!(stats.pulled >= 10_000 && stats.consumed_ok >= 10_000, "{stats:?}");
+    assert_eq!(stats.consumed_failed, 0, "{stats:?}");
     c.shutdown();
     let all = spec.recorder.all();
     assert_eq!(spec.recorder.keys(), keys.iter().cloned().collect::<BTreeSet<_>>(), "every message");
@@ -916,6 +931,12 @@ macro_rules! async_adapter_tests {
             fn resume_queue(&self, queue: $crate::__MessageQueue) {
                 self.0.resume_queue(queue);
             }
+            fn stats(&self) -> $crate::__Stats {
+                ($block_on)(self.0.stats())
+            }
+            fn queues(&self) -> Vec<$crate::__QueueSnapshot> {
+                ($block_on)(self.0.queues())
+            }
         }
 
         impl $crate::Adapter for AsyncAdapter {
@@ -995,3 +1016,5 @@ macro_rules! async_adapter_tests {
 pub use rocketmq_push_core::ConsumeStatus as __ConsumeStatus;
 #[doc(hidden)]
 pub use rocketmq_push_core::MessageQueue as __MessageQueue;
+#[doc(hidden)]
+pub use rocketmq_push_core::{QueueSnapshot as __QueueSnapshot, Stats as __Stats};

@@ -5,9 +5,10 @@
 pub use rocketmq_push_core::{
     AllocateStrategy, ClientId, Command, ConfigError, ConsumeContext, ConsumeFromWhere, ConsumeMode,
     ConsumeResult, ConsumeStatus, ConsumerConfigBuilder, DisconnectReason, Event, Message, MessageExt,
-    MessageModel, MessageQueue, Messages, QueueSelector, Stats,
+    MessageModel, MessageQueue, Messages, QueueSelector, QueueSnapshot, Stats,
 };
 
+pub use crate::run::Snapshot;
 pub use crate::{ListenerOutput, StartError};
 #[cfg(feature = "tls")]
 pub use crate::{Tls, TlsError};

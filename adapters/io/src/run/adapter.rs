@@ -104,6 +104,19 @@ macro_rules! async_adapter {
 
             $crate::consumer_commands!();
 
+            /// Counters since start (pulled, consumed OK and failed, sent back, timeouts, pull
+            /// errors, flow-control delays); zeros once the consumer terminated.
+            pub async fn stats(&self) -> $crate::__core::Stats {
+                self.handle.snapshot().await.map(|s| s.stats).unwrap_or_default()
+            }
+
+            /// Every held queue: next and committed offsets, cached messages and bytes, the
+            /// broker's max offset and the lag ([`QueueSnapshot::lag`](
+            /// $crate::__core::QueueSnapshot::lag)) from the pull answers, orderly lock state.
+            pub async fn queues(&self) -> Vec<$crate::__core::QueueSnapshot> {
+                self.handle.snapshot().await.map(|s| s.queues).unwrap_or_default()
+            }
+
             /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
             /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets,
             /// unregister.

@@ -3,7 +3,7 @@
 use async_channel::{Receiver, Sender};
 use rocketmq_push_core::Command;
 
-use super::msg::Msg;
+use super::msg::{Msg, Snapshot};
 
 /// What an adapter's `PushConsumer` holds: a way to send commands and to learn that the
 /// consumer has terminated.
@@ -21,6 +21,13 @@ impl Handle {
     /// Send a command (suspend, resume, subscribe, shutdown, …); refusals are logged.
     pub fn command(&self, c: Command) {
         let _ = self.inbox.try_send(Msg::Command(c));
+    }
+
+    /// What the consumer holds and has counted now; None once it terminated.
+    pub async fn snapshot(&self) -> Option<Snapshot> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.inbox.try_send(Msg::Snapshot(tx)).ok()?;
+        rx.recv().await.ok()
     }
 
     /// Ask for a graceful shutdown and wait until it finished.

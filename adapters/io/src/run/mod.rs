@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 pub use handle::Handle;
 pub use listeners::Listener;
+pub use msg::Snapshot;
 pub use stream::{Deliveries, Delivery, channel as delivery_channel};
 
 use crate::{ConsumerOptions, StartError};

@@ -11,6 +11,16 @@ pub(super) type Finished = (BatchId, ConsumeResult, Option<String>);
 /// A listener call started: the batch, and when.
 pub(super) type Started = (BatchId, std::time::Instant);
 
+/// What a running consumer holds and has counted, at one moment.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// Counters since start.
+    pub stats: rocketmq_push_core::Stats,
+    /// Every held queue: offsets, cache, broker max offset and lag, lock state.
+    pub queues: Vec<rocketmq_push_core::QueueSnapshot>,
+}
+
 /// Everything the owner task hears about.
 pub(crate) enum Msg {
     Connected {
@@ -35,6 +45,8 @@ pub(crate) enum Msg {
         failed: Option<String>,
     },
     Command(Command),
+    /// The application asks what the consumer holds and has counted.
+    Snapshot(Sender<Snapshot>),
     /// Not sent: the owner's own note that a listener call can go on.
     ListenersReady,
 }
@@ -48,6 +60,7 @@ impl std::fmt::Debug for Msg {
             Self::Closed { link, error } => write!(f, "Closed({link}, {error:?})"),
             Self::Consumed { batch, result, .. } => write!(f, "Consumed({batch}, {:?})", result.status),
             Self::Command(c) => write!(f, "Command({c:?})"),
+            Self::Snapshot(_) => f.write_str("Snapshot"),
             Self::ListenersReady => f.write_str("ListenersReady"),
         }
     }

@@ -10,7 +10,7 @@ use rocketmq_push_core::{DriverOutput, IoFailure, LinkId};
 use super::Runtime;
 use super::link;
 use super::listeners::Listeners;
-use super::msg::{Finished, LinkWriter, Msg, Started};
+use super::msg::{Finished, LinkWriter, Msg, Snapshot, Started};
 use crate::Prepared;
 
 /// Messages of each kind fed to the driver per wake-up at most, so outputs (pulls, results) are
@@ -181,6 +181,10 @@ fn feed(p: &mut Prepared, links: &mut HashMap<LinkId, LinkWriter>, msg: Msg, now
         }
         Msg::Consumed { batch, result, failed } => p.consumed(batch, result, failed, now),
         Msg::Command(c) => p.command(c, now),
+        Msg::Snapshot(reply) => {
+            let c = p.driver.consumer();
+            let _ = reply.try_send(Snapshot { stats: c.stats().clone(), queues: c.queue_snapshots() });
+        }
         // Picked up at the top of the loop.
         Msg::ListenersReady => {}
     }
