@@ -210,10 +210,10 @@ pub enum Command {
         topic: String,
     },
     /// Stop pulling the selected queues until a [`Command::ResumeQueues`] with the same
-    /// selector: what is already with user code finishes, orderly locks are kept, and the answer
-    /// to a pull already out is set aside (its messages are pulled again on resume), so nothing
-    /// of those queues reaches a listener after this command. Queues assigned later are paused
-    /// too. Java's push consumer can only suspend everything; its lite pull consumer pauses
+    /// selector: the answer to a pull already out is set aside (its messages are pulled again on
+    /// resume), so nothing pulled after this command reaches a listener. What was pulled before
+    /// is still consumed — batches with user code or waiting for a listener slot, an orderly
+    /// queue's cache — and orderly locks are kept. Queues assigned later are paused too. Java's push consumer can only suspend everything; its lite pull consumer pauses
     /// queues (`pause(Collection<MessageQueue>)`).
     PauseQueues(QueueSelector),
     /// Undo the [`Command::PauseQueues`] with this selector. A queue pulls again when no pause
@@ -723,8 +723,8 @@ pub enum Event {
         /// The queue.
         queue: MessageQueue,
     },
-    /// A [`Command::PauseQueues`] took effect: from now on nothing of those queues reaches a
-    /// listener.
+    /// A [`Command::PauseQueues`] took effect: those queues are not pulled from now on, and no
+    /// pull answer of theirs is used until they are resumed.
     QueuesPaused {
         /// What was paused.
         selector: QueueSelector,

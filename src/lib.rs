@@ -111,9 +111,9 @@
 //!   until an update of that (broker, topic) has been answered, the others wait for it and pulls
 //!   carry no commit. A dropped link makes the broker's maps unknown and its queues' offsets
 //!   unconfirmed again (sent at the next persist), since a crash may have lost them.
-//! - **A paused queue delivers nothing** after [`Event::QueuesPaused`]: it is not pulled, and the
-//!   answer to a pull that was out is set aside without moving the queue's next offset, so resuming
-//!   pulls those messages again; batches already with user code finish, locks are kept.
+//! - **A paused queue is not pulled** after [`Event::QueuesPaused`], and the answer to a pull that
+//!   was out is set aside without moving the queue's next offset (resuming pulls those messages
+//!   again): only what was pulled before the pause still reaches user code; locks are kept.
 //! - **Shutdown ends** within `awaitTerminationMillisWhenShutdown` + `offsetRpcTimeout` +
 //!   `mqClientApiTimeout` ([`Consumer::shutdown_limit`]), whatever peers send meanwhile.
 //! - **"No offset" is not "lookup failed"**: only the first consults `consumeFromWhere`; the second

@@ -1,6 +1,6 @@
-//! Pausing queues (`Command::PauseQueues`): a paused queue is not pulled and nothing of it
-//! reaches a listener — not even the answer to a long poll that was out — while the others flow;
-//! resuming delivers what waited, once.
+//! Pausing queues (`Command::PauseQueues`): a paused queue is not pulled and nothing pulled after
+//! the pause reaches a listener — not even the answer to a long poll that was out — while the
+//! others flow; resuming delivers what waited, once.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -146,8 +146,8 @@ impl Consumer {
         q.pull_in_flight = false;
         q.pull_commit_sent = None;
         if paused {
-            // Paused while this pull was out: set the answer aside, so nothing of the queue
-            // reaches a listener after the pause. `next_offset` has not moved: resuming pulls
+            // Paused while this pull was out: set the answer aside, so nothing pulled after the
+            // pause reaches a listener. `next_offset` has not moved: resuming pulls
             // the same messages again.
             return;
         }

@@ -717,9 +717,9 @@ fn dropped_without_shutdown(a: &dyn Adapter, env: &Env) {
     wait(Duration::from_secs(30), "the dropped consumer left the group", || env.members(&group).is_empty());
 }
 
-/// Pausing one queue: nothing of it reaches the listener while the other queues flow — not even
-/// the answer to the long poll that was out when the pause came — and once resumed it delivers
-/// what waited, once.
+/// Pausing one queue with nothing of it left to consume: nothing of it reaches the listener while
+/// the other queues flow — not even the answer to the long poll that was out when the pause
+/// came — and once resumed it delivers what waited, once.
 fn pause_one_queue(a: &dyn Adapter, env: &Env) {
     let (topic, group) = (unique("e2e_pause"), unique("g_pause"));
     env.create_topic(&topic, 4);

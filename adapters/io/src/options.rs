@@ -411,9 +411,9 @@ macro_rules! consumer_commands {
             self.command($crate::__core::Command::Resume);
         }
         /// Stop pulling every queue of `topic` (queues assigned later too) until
-        /// [`resume_topic`](Self::resume_topic): batches with the listener finish, orderly locks
-        /// are kept, and nothing more of the topic reaches the listener (the answer to a pull
-        /// already out is set aside and pulled again on resume).
+        /// [`resume_topic`](Self::resume_topic). The answer to a pull already out is set aside
+        /// and pulled again on resume, so only what was pulled before the pause still reaches
+        /// the listener (batches with it or waiting for it); orderly locks are kept.
         pub fn pause_topic(&self, topic: impl Into<String>) {
             self.command($crate::__core::Command::PauseQueues($crate::__core::QueueSelector::Topic(
                 topic.into(),
