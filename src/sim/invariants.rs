@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::broker::ConnId;
 use super::world::{Consumed, Sim};
 use crate::ConsumerConfig;
-use crate::event::{Batch, BatchId, Event};
+use crate::event::{Batch, BatchId, Event, QueueSelector};
 use crate::message::{DecodeOptions, MessageQueue, decode_message, keys};
 use crate::namespace::Namespace;
 use crate::producer::retry_topic;
@@ -84,10 +84,14 @@ pub(super) struct Checker {
     max_body: usize,
     violation: Option<String>,
     pub(super) skip_broker_commits: bool,
+    /// Consumer → the pauses it reported (`Event::QueuesPaused`) and has not resumed.
+    paused: HashMap<usize, Vec<QueueSelector>>,
 }
 
 impl Checker {
     pub(super) fn consumer_started(&mut self, i: usize, cfg: &ConsumerConfig) {
+        // A new instance starts with no pauses.
+        self.paused.remove(&i);
         let ns = Namespace::new(cfg.namespace.clone());
         let group = ns.wrap(&cfg.consumer_group);
         let g = self.groups.entry(group.clone()).or_default();
@@ -112,6 +116,7 @@ impl Checker {
     /// Consumer `i` crashed: its batches are gone with it.
     pub(super) fn consumer_gone(&mut self, i: usize) {
         self.orderly_running.retain(|_, r| r.consumer != i);
+        self.paused.remove(&i);
     }
 
     /// Broker `name` restarted and forgot its locks.
@@ -180,6 +185,15 @@ impl Checker {
         match cmd.request_code() {
             Some(RequestCode::PullMessage) => {
                 if let Ok(h) = cmd.header::<PullMessageRequestHeader>() {
+                    // A paused queue is not pulled.
+                    if let Some(pauses) = self.paused.get(&i) {
+                        let ns = self.consumer_group.get(&i).and_then(|g| self.groups.get(g)).map(|g| &g.ns);
+                        let topic = ns.map_or(h.topic.as_str(), |ns| ns.unwrap(&h.topic));
+                        let mq = MessageQueue::new(topic, broker, h.queue_id);
+                        if let Some(s) = pauses.iter().find(|s| s.matches(&mq)) {
+                            self.fail(format!("consumer {i} pulled {mq:?}, paused by {s:?}"));
+                        }
+                    }
                     if PullSysFlag(h.sys_flag).has(PullSysFlag::COMMIT_OFFSET) {
                         self.commit_sent(
                             i,
@@ -239,6 +253,13 @@ impl Checker {
     }
 
     pub(super) fn on_event(&mut self, i: usize, e: &Event) {
+        match e {
+            Event::QueuesPaused { selector } => self.paused.entry(i).or_default().push(selector.clone()),
+            Event::QueuesResumed { selector } => {
+                self.paused.entry(i).or_default().retain(|s| s != selector);
+            }
+            _ => {}
+        }
         let Some(group) = self.consumer_group.get(&i) else { return };
         let ns = self.groups.get(group).map(|g| g.ns.clone()).unwrap_or_default();
         let wire = |q: &MessageQueue| MessageQueue::new(ns.wrap(&q.topic), q.broker_name.clone(), q.queue_id);
