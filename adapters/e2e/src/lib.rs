@@ -248,25 +248,7 @@ impl Env {
     /// Store `msgs`; answers how many sends were tried again (each may have stored a copy).
     pub fn produce(&self, msgs: Vec<Message>) -> usize {
         match self {
-            Self::Real { name_server, .. } => {
-                let mut p = Producer::new(name_server, T)
-                    .with_credentials(rocketmq_push_io::credentials_from_env())
-                    .with_transport(transport());
-                let mut resent = 0;
-                for m in msgs {
-                    // As Java's producer (retryTimesWhenSendFailed = 2): a dropped connection
-                    // is reopened and the send tried again. A resend may store the message
-                    // twice, at another offset; the scenarios count repeats by offset.
-                    let mut tries = 0;
-                    while let Err(e) = p.send(m.clone()) {
-                        tries += 1;
-                        assert!(tries <= 2, "send failed 3 times: {e}");
-                        eprintln!("    note: send failed ({e}); retrying");
-                    }
-                    resent += tries;
-                }
-                resent
-            }
+            Self::Real { name_server, .. } => send_real(name_server, msgs, None),
             Self::Sim(s) => {
                 s.produce(msgs);
                 0
@@ -278,21 +260,7 @@ impl Env {
     pub fn produce_to(&self, msgs: Vec<Message>, queue_id: i32) {
         match self {
             Self::Real { name_server, .. } => {
-                let mut p = Producer::new(name_server, T)
-                    .with_credentials(rocketmq_push_io::credentials_from_env())
-                    .with_transport(transport());
-                // The route first: `send_to` names a queue of it.
-                if let Some(m) = msgs.first() {
-                    p.queues(&m.topic).unwrap();
-                }
-                for m in msgs {
-                    let q = MessageQueue::new(&*m.topic, "broker-a", queue_id);
-                    let mut tries = 0;
-                    while let Err(e) = p.send_to(m.clone(), &q) {
-                        tries += 1;
-                        assert!(tries <= 2, "send failed 3 times: {e}");
-                    }
-                }
+                send_real(name_server, msgs, Some(queue_id));
             }
             Self::Sim(s) => s.produce_to(msgs, queue_id),
         }
@@ -344,6 +312,37 @@ impl Env {
 }
 
 const T: Duration = Duration::from_secs(10);
+
+/// Send `msgs` to the real broker, round-robin or to queue `queue_id` of broker-a; answers how
+/// many sends were tried again. As Java's producer (retryTimesWhenSendFailed = 2): a dropped
+/// connection is reopened and the send tried again. A resend may store the message twice, at
+/// another offset; the scenarios count repeats by offset.
+fn send_real(name_server: &str, msgs: Vec<Message>, queue_id: Option<i32>) -> usize {
+    let mut p = Producer::new(name_server, T)
+        .with_credentials(rocketmq_push_io::credentials_from_env())
+        .with_transport(transport());
+    // The route first: `send_to` names a queue of it.
+    if let (Some(m), Some(_)) = (msgs.first(), queue_id) {
+        p.queues(&m.topic).unwrap();
+    }
+    let mut resent = 0;
+    for m in msgs {
+        let queue = queue_id.map(|q| MessageQueue::new(&*m.topic, "broker-a", q));
+        let mut tries = 0;
+        loop {
+            let sent = match &queue {
+                Some(q) => p.send_to(m.clone(), q),
+                None => p.send(m.clone()),
+            };
+            let Err(e) = sent else { break };
+            tries += 1;
+            assert!(tries <= 2, "send failed 3 times: {e}");
+            eprintln!("    note: send failed ({e}); retrying");
+        }
+        resent += tries;
+    }
+    resent
+}
 
 fn unique(prefix: &str) -> String {
     let n = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() % 1_000_000_000_000;
