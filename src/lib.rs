@@ -194,4 +194,4 @@ pub use message::{Message, MessageExt, MessageQueue};
 pub use protocol::body::{ConsumeFromWhere, MessageModel};
 pub use protocol::{Code, RemotingCommand, RequestCode, ResponseCode};
 pub use rebalance::AllocateStrategy;
-pub use stats::Stats;
+pub use stats::{Stats, TopicStats};

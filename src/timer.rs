@@ -29,6 +29,8 @@ pub(crate) enum Timer {
     Pull(QueueKey),
     /// Retry the start-offset lookup of a queue.
     ComputeOffset(QueueKey),
+    /// Sample the windowed statistics (every 10 s, as Java's `StatsItem`).
+    StatsSample,
     /// Orderly: renew every lock (`lockInterval`).
     LockRenew,
     /// Orderly: try to lock one queue again.

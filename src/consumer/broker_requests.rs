@@ -174,13 +174,16 @@ impl Consumer {
             .subs
             .keys()
             .map(|t| {
-                (
-                    t.clone(),
-                    ConsumeStats {
-                        consume_failed_msgs: self.stats.consumed_failed as i64,
-                        ..Default::default()
-                    },
-                )
+                let s = self.topic_report(t, t);
+                let stats = ConsumeStats {
+                    pull_rt: s.pull_rt_ms,
+                    pull_tps: s.pull_tps,
+                    consume_rt: s.consume_rt_ms,
+                    consume_ok_tps: s.consume_ok_tps,
+                    consume_failed_tps: s.consume_failed_tps,
+                    consume_failed_msgs: s.consume_failed_last_hour as i64,
+                };
+                (t.clone(), stats)
             })
             .collect();
         ConsumerRunningInfo {

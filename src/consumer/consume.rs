@@ -34,6 +34,8 @@ pub(super) struct InFlight {
     pub(super) discard: bool,
     /// Handed out to user code (a concurrent batch may wait for a listener slot first).
     pub(super) started: bool,
+    /// When it went out, or when the adapter reports user code started on it (consume RT).
+    pub(super) since: Instant,
 }
 
 /// A message on its way back to the broker.
@@ -108,8 +110,17 @@ impl Consumer {
         let messages = Messages::new(chunk, start, start + used);
         let queue = q.user_mq.clone();
         let id = self.next_batch_id();
-        self.batches
-            .insert(id, InFlight { key, offsets: run, timed_out: false, discard: false, started: orderly });
+        self.batches.insert(
+            id,
+            InFlight {
+                key,
+                offsets: run,
+                timed_out: false,
+                discard: false,
+                started: orderly,
+                since: self.now,
+            },
+        );
         let batch = Batch { id, queue, messages, kind: BatchKind::Concurrent };
         if orderly {
             // One batch per queue at most, and no consume timeout (as in Java): out at once.
@@ -140,6 +151,7 @@ impl Consumer {
         }
         if let Some(b) = self.batches.get_mut(&batch.id) {
             b.started = true;
+            b.since = self.now;
         }
         self.running += 1;
         // Every batch gets the same timeout, so deadlines arrive in hand-out order: a FIFO and
@@ -183,6 +195,7 @@ impl Consumer {
             return;
         }
         b.started = true;
+        b.since = at;
         self.running += 1;
         self.time_out_at(id, at + self.cfg.consume_timeout);
     }
@@ -266,6 +279,7 @@ impl Consumer {
         };
         self.stats.consumed_ok += ok as u64;
         self.stats.consumed_failed += (n - ok) as u64;
+        self.count_consumed(&b, ok);
         let Some(q) = self.queues.get_mut(b.key) else { return Ok(()) };
         for o in &b.offsets[..ok] {
             q.pq.remove(*o);
@@ -287,6 +301,19 @@ impl Consumer {
         }
         self.update_commit(b.key);
         Ok(())
+    }
+
+    /// Java's CONSUME_RT, CONSUME_OK_TPS and CONSUME_FAILED_TPS for a finished batch, `ok` of
+    /// its messages consumed.
+    pub(super) fn count_consumed(&mut self, b: &InFlight, ok: usize) {
+        let Some(slot) = self.queues.get(b.key).map(|q| q.stats_slot) else { return };
+        let rt = self.now.saturating_duration_since(b.since).as_millis() as u64;
+        let failed = b.offsets.len().saturating_sub(ok);
+        if let Some(w) = self.windows.at(slot) {
+            w.consume_rt.add(rt, 1);
+            w.consume_ok.add(ok as u64, 1);
+            w.consume_failed.add(failed as u64, 1);
+        }
     }
 
     /// Send one failed message back for a later retry. It stays held (pinning the watermark)

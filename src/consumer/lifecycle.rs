@@ -49,6 +49,7 @@ impl Consumer {
         self.timers.set(Timer::Heartbeat, self.now + self.cfg.heartbeat_broker_interval);
         self.timers.set(Timer::Rebalance, self.now + self.cfg.rebalance_interval);
         self.timers.set(Timer::PersistOffsets, self.now + self.cfg.persist_consumer_offset_interval);
+        self.timers.set(Timer::StatsSample, self.now + crate::stats::SAMPLE_EVERY);
         if self.uses_locks() {
             self.timers.set(Timer::LockRenew, self.now + self.cfg.lock_interval);
         }

@@ -268,7 +268,7 @@ impl Consumer {
             self.timers.stop(t);
         }
         let Some(old) = self.queues.remove(key) else { return };
-        let new = self.queues.insert(old.mq, old.user_mq);
+        let new = self.hold_queue(old.mq, old.user_mq);
         if let Some(q) = self.queues.get_mut(new) {
             q.phase = Phase::ComputingOffset;
             q.offset = old.offset;

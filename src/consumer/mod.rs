@@ -40,7 +40,7 @@ use crate::event::{BatchId, DisconnectReason, Event, Input, Output, PeerAddr};
 use crate::message::MessageQueue;
 use crate::namespace::Namespace;
 use crate::protocol::body::{HeartbeatData, SubscriptionData};
-use crate::stats::Stats;
+use crate::stats::{SAMPLE_EVERY, Stats, StatsBook, TopicStats};
 use crate::timer::{Timer, TimerQueue};
 
 use consume::{DirectReply, InFlight, LocalRetry, SendBack};
@@ -153,6 +153,8 @@ pub struct Consumer {
     next_job: u64,
     shutdown_outstanding: usize,
     stats: Stats,
+    /// Per-topic windows (pull and consume rates), by the slot each queue keeps.
+    windows: StatsBook,
     // orderly locks
     /// Queues with UNLOCK_BATCH_MQ requests in flight, and how many (not locked again until
     /// they answer).
@@ -227,6 +229,7 @@ impl Consumer {
             next_job: 1,
             shutdown_outstanding: 0,
             stats: Stats::default(),
+            windows: StatsBook::default(),
             unlocking: BTreeMap::new(),
             release_unlocks: HashMap::new(),
             refused_topics: hashbrown::HashSet::new(),
@@ -355,6 +358,30 @@ impl Consumer {
         &self.stats
     }
 
+    /// Rates per subscribed topic (the group's retry topic included, in clustering), over the
+    /// window [`TopicStats`] describes; in topic order.
+    pub fn topic_stats(&self) -> Vec<TopicStats> {
+        self.subs.keys().map(|t| self.topic_report(t, self.ns.unwrap(t))).collect()
+    }
+
+    /// One topic's [`TopicStats`], named `name`; zero for a topic nothing was counted for.
+    fn topic_report(&self, wire: &str, name: &str) -> TopicStats {
+        self.windows.of(wire).map_or_else(
+            || TopicStats { topic: name.to_owned(), ..TopicStats::default() },
+            |w| w.report(name),
+        )
+    }
+
+    /// Hold a queue: its table entry, and its topic's statistics slot.
+    fn hold_queue(&mut self, mq: MessageQueue, user_mq: MessageQueue) -> crate::timer::QueueKey {
+        let slot = self.windows.slot(&mq.topic);
+        let key = self.queues.insert(mq, user_mq);
+        if let Some(q) = self.queues.get_mut(key) {
+            q.stats_slot = slot;
+        }
+        key
+    }
+
     /// Broadcasting: hand back the offsets last persisted with [`Output::PersistLocalOffsets`].
     /// Call before the first `handle`; they are used as the stored offsets of those queues.
     pub fn restore_local_offsets(&mut self, offsets: impl IntoIterator<Item = (MessageQueue, i64)>) {
@@ -393,6 +420,10 @@ impl Consumer {
             Timer::PullCommitsSettled => {}
             Timer::ShutdownLimit => self.on_shutdown_limit(),
             Timer::LockRenew => self.renew_locks(),
+            Timer::StatsSample => {
+                self.windows.sample(self.now);
+                self.timers.set(Timer::StatsSample, self.now + SAMPLE_EVERY);
+            }
             Timer::Lock(key) => {
                 if self.queues.get(key).is_some_and(|q| q.phase == queues::Phase::Locking) {
                     self.lock_queues(&[key]);

@@ -73,6 +73,9 @@ impl Consumer {
             return self.after_orderly_batch(key);
         }
         let n = b.offsets.len();
+        let ok = if result.status == ConsumeStatus::Success { n } else { 0 };
+        self.count_consumed(&b, ok);
+        let Some(q) = self.queues.get_mut(key) else { return };
         if result.status == ConsumeStatus::Success {
             for o in &b.offsets {
                 q.pq.remove(*o);

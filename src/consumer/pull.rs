@@ -325,6 +325,15 @@ impl Consumer {
             }
         }
         self.stats.pulled += fresh.len() as u64;
+        // Java's PULL_RT and PULL_TPS: only answers that found messages count.
+        let (slot, sent_ms) = (q.stats_slot, q.last_pull_ms);
+        let rt = (self.wall_ms() - sent_ms).max(0) as u64;
+        if let Some(w) = self.windows.at(slot) {
+            w.pull_rt.add(rt, 1);
+            if !fresh.is_empty() {
+                w.pull_tps.add(fresh.len() as u64, 1);
+            }
+        }
         if orderly {
             self.orderly_next(key);
         } else if !fresh.is_empty() {
@@ -351,7 +360,7 @@ impl Consumer {
         self.timers.stop(Timer::OrderlyResume(key));
         self.withdraw_unstarted(Some(key));
         let Some(old) = self.queues.remove(key) else { return };
-        let key = self.queues.insert(mq, user_mq);
+        let key = self.hold_queue(mq, user_mq);
         self.carry_orderly(&old, key);
         if let Some(q) = self.queues.get_mut(key) {
             q.phase = Phase::Pulling;

@@ -41,6 +41,8 @@ pub(super) struct QueueState {
     pub(super) last_consume_ms: i64,
     /// The queue's max offset as the last pull answer gave it (−1 before one).
     pub(super) broker_max_offset: i64,
+    /// Its topic's slot in the consumer's statistics windows.
+    pub(super) stats_slot: usize,
     /// Orderly: when the broker last confirmed our lock (`None`: not locked).
     pub(super) locked_at: Option<std::time::Instant>,
     /// Orderly: the one batch in flight.
@@ -81,6 +83,7 @@ impl QueueState {
             last_pull_ms: 0,
             last_consume_ms: 0,
             broker_max_offset: -1,
+            stats_slot: 0,
             locked_at: None,
             consuming: None,
             suspended: false,

@@ -161,7 +161,7 @@ impl Consumer {
             let user_mq = MessageQueue::new(self.ns.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id);
             assigned.push(user_mq.clone());
             let remembered = self.gone_offsets.remove(&mq);
-            let key = self.queues.insert(mq, user_mq);
+            let key = self.hold_queue(mq, user_mq);
             if let (Some(offset), Some(q)) = (remembered, self.queues.get_mut(key)) {
                 // Back after its broker vanished: start no lower than what was committed then,
                 // whatever the broker lost meanwhile (a kill -9 loses its recent offsets).
