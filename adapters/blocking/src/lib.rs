@@ -116,6 +116,13 @@ impl PushConsumer {
         runtime::block_on(self.handle.snapshot()).map(|s| s.queues).unwrap_or_default()
     }
 
+    /// Rates per subscribed topic, as Java's ConsumerStatsManager keeps them: pull and consume
+    /// TPS and RT over the last minute (sampled every 10 s), failures over the last hour; see
+    /// [`TopicStats`]. Empty once the consumer terminated.
+    pub fn topics(&self) -> Vec<TopicStats> {
+        runtime::block_on(self.handle.snapshot()).map(|s| s.topics).unwrap_or_default()
+    }
+
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.
     /// Returns when done; bounded by that deadline plus request timeouts.

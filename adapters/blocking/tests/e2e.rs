@@ -1,7 +1,7 @@
 //! The shared end-to-end suite (`rocketmq-push-e2e`) on this adapter: against the simulator over
 //! loopback TCP, and against the real broker when one is running.
 
-use rocketmq_push_blocking::{ConsumeStatus, MessageQueue, PushConsumer, QueueSnapshot, Stats};
+use rocketmq_push_blocking::{ConsumeStatus, MessageQueue, PushConsumer, QueueSnapshot, Stats, TopicStats};
 use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 
 struct Blocking;
@@ -23,6 +23,9 @@ impl Running for Handle {
     }
     fn queues(&self) -> Vec<QueueSnapshot> {
         self.0.queues()
+    }
+    fn topics(&self) -> Vec<TopicStats> {
+        self.0.topics()
     }
 }
 

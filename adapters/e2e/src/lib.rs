@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
 use rocketmq_push_core::sim::SimBrokerConfig;
 use rocketmq_push_core::{
-    ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel, QueueSnapshot, Stats,
+    ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel, QueueSnapshot, Stats, TopicStats,
 };
 use rocketmq_push_io::sim_server::SimServer;
 use rocketmq_push_io::{Client, Producer};
@@ -171,6 +171,7 @@ pub trait Running: Send {
     fn resume_queue(&self, queue: MessageQueue);
     fn stats(&self) -> Stats;
     fn queues(&self) -> Vec<QueueSnapshot>;
+    fn topics(&self) -> Vec<TopicStats>;
 }
 
 /// What each adapter provides to run the suite.
@@ -476,6 +477,10 @@ fn consume_commit_restart(a: &dyn Adapter, env: &Env) {
     let stats = c.stats();
     assert!(stats.pulled >= 10_000 && stats.consumed_ok >= 10_000, "{stats:?}");
     assert_eq!(stats.consumed_failed, 0, "{stats:?}");
+    // One row of rates per subscription, the retry topic's included (the rates themselves need
+    // the 10-second sampling: the simulator and mqadmin tests check them).
+    let topics: BTreeSet<String> = c.topics().into_iter().map(|t| t.topic).collect();
+    assert_eq!(topics, [topic.clone(), format!("%RETRY%{group}")].into(), "{topics:?}");
     c.shutdown();
     let all = spec.recorder.all();
     assert_eq!(spec.recorder.keys(), keys.iter().cloned().collect::<BTreeSet<_>>(), "every message");
@@ -936,6 +941,9 @@ macro_rules! async_adapter_tests {
             fn queues(&self) -> Vec<$crate::__QueueSnapshot> {
                 ($block_on)(self.0.queues())
             }
+            fn topics(&self) -> Vec<$crate::__TopicStats> {
+                ($block_on)(self.0.topics())
+            }
         }
 
         impl $crate::Adapter for AsyncAdapter {
@@ -1016,4 +1024,6 @@ pub use rocketmq_push_core::ConsumeStatus as __ConsumeStatus;
 #[doc(hidden)]
 pub use rocketmq_push_core::MessageQueue as __MessageQueue;
 #[doc(hidden)]
-pub use rocketmq_push_core::{QueueSnapshot as __QueueSnapshot, Stats as __Stats};
+pub use rocketmq_push_core::{
+    QueueSnapshot as __QueueSnapshot, Stats as __Stats, TopicStats as __TopicStats,
+};

@@ -5,7 +5,7 @@
 pub use rocketmq_push_core::{
     AllocateStrategy, ClientId, Command, ConfigError, ConsumeContext, ConsumeFromWhere, ConsumeMode,
     ConsumeResult, ConsumeStatus, ConsumerConfigBuilder, DisconnectReason, Event, Message, MessageExt,
-    MessageModel, MessageQueue, Messages, QueueSelector, QueueSnapshot, Stats,
+    MessageModel, MessageQueue, Messages, QueueSelector, QueueSnapshot, Stats, TopicStats,
 };
 
 pub use crate::run::Snapshot;

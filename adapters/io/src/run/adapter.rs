@@ -117,6 +117,14 @@ macro_rules! async_adapter {
                 self.handle.snapshot().await.map(|s| s.queues).unwrap_or_default()
             }
 
+            /// Rates per subscribed topic, as Java's ConsumerStatsManager keeps them: pull and
+            /// consume TPS and RT over the last minute (sampled every 10 s), failures over the
+            /// last hour; see [`TopicStats`]($crate::__core::TopicStats). Empty once the
+            /// consumer terminated.
+            pub async fn topics(&self) -> Vec<$crate::__core::TopicStats> {
+                self.handle.snapshot().await.map(|s| s.topics).unwrap_or_default()
+            }
+
             /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
             /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets,
             /// unregister.

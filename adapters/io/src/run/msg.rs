@@ -19,6 +19,8 @@ pub struct Snapshot {
     pub stats: rocketmq_push_core::Stats,
     /// Every held queue: offsets, cache, broker max offset and lag, lock state.
     pub queues: Vec<rocketmq_push_core::QueueSnapshot>,
+    /// Rates per subscribed topic over the last minute (as `mqadmin consumerStatus` shows them).
+    pub topics: Vec<rocketmq_push_core::TopicStats>,
 }
 
 /// Everything the owner task hears about.

@@ -183,7 +183,11 @@ fn feed(p: &mut Prepared, links: &mut HashMap<LinkId, LinkWriter>, msg: Msg, now
         Msg::Command(c) => p.command(c, now),
         Msg::Snapshot(reply) => {
             let c = p.driver.consumer();
-            let _ = reply.try_send(Snapshot { stats: c.stats().clone(), queues: c.queue_snapshots() });
+            let _ = reply.try_send(Snapshot {
+                stats: c.stats().clone(),
+                queues: c.queue_snapshots(),
+                topics: c.topic_stats(),
+            });
         }
         // Picked up at the top of the loop.
         Msg::ListenersReady => {}
