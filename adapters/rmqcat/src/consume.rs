@@ -226,16 +226,21 @@ impl Shared {
         self.done.notify_one();
     }
 
-    /// Print `m` if it may still be printed; false when it must stay unanswered.
-    fn print(&self, m: &MessageExt) -> bool {
+    /// The line for `m`, if it may still be printed (`None`: it must stay unanswered).
+    fn render(&self, m: &MessageExt) -> Option<Vec<u8>> {
         if !self.claim() {
             self.stop();
-            return false;
+            return None;
         }
         let mut out = Vec::with_capacity(m.body.len() + 64);
         format::render(self.format.as_ref(), m, &mut out);
+        Some(out)
+    }
+
+    /// Write a rendered line; false when stdout is closed (it then stays unanswered).
+    fn write(&self, out: &[u8]) -> bool {
         let mut stdout = std::io::stdout().lock();
-        if stdout.write_all(&out).and_then(|()| stdout.flush()).is_err() {
+        if stdout.write_all(out).and_then(|()| stdout.flush()).is_err() {
             // stdout closed (`| head`): nothing more can be printed.
             self.stop();
             return false;
@@ -246,6 +251,35 @@ impl Shared {
         }
         true
     }
+
+    /// Print `m` from the listener, which runs on the consumer's own task. A write that would
+    /// block (a reader falling behind) goes to a blocking thread instead, so a stalled reader
+    /// never stops the consumer heartbeating and answering the broker; the usual write, with
+    /// room in the pipe, stays inline and costs no thread hand-off.
+    async fn print(self: &Arc<Self>, m: &MessageExt) -> bool {
+        let Some(out) = self.render(m) else { return false };
+        if stdout_has_room_for(out.len()) {
+            return self.write(&out);
+        }
+        let s = self.clone();
+        tokio::task::spawn_blocking(move || s.write(&out)).await.unwrap_or(false)
+    }
+}
+
+/// Whether `len` bytes can be written to stdout now without blocking: it polls writable, and a
+/// pipe that does has room for PIPE_BUF (4,096) bytes at least. Files and terminals always poll
+/// writable.
+fn stdout_has_room_for(len: usize) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::os::fd::AsFd;
+    const PIPE_BUF: usize = 4096;
+    let stdout = std::io::stdout();
+    let fd = stdout.as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    len <= PIPE_BUF
+        && poll(&mut fds, Some(&now)).is_ok_and(|n| n == 1)
+        && fds[0].revents().contains(PollFlags::OUT)
 }
 
 pub(crate) fn run(o: Opts, quiet: bool) -> Outcome {
@@ -380,7 +414,7 @@ async fn consume(
             let s = s.clone();
             async move {
                 for m in msgs.iter() {
-                    if !s.print(m) {
+                    if !s.print(m).await {
                         // Not printed: never answered, so never committed.
                         return std::future::pending::<ConsumeStatus>().await;
                     }
