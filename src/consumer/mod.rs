@@ -395,6 +395,12 @@ impl Consumer {
         }
     }
 
+    /// Milliseconds from the consumer's start to `t` (wraps after 49 days; differences of two
+    /// stay right across the wrap).
+    fn ms_since_start(&self, t: Instant) -> u32 {
+        t.saturating_duration_since(self.start).as_millis() as u32
+    }
+
     /// Wall clock, derived from the caller's start time.
     fn wall_ms(&self) -> i64 {
         self.cfg.start_wall_ms + (self.now - self.start).as_millis() as i64
