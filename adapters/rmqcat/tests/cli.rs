@@ -12,11 +12,8 @@ use rocketmq_push_core::json::Value;
 use rocketmq_push_core::sim::SimBrokerConfig;
 use rocketmq_push_io::sim_server::SimServer;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rmqcat"));
-    c.env_remove("NAMESRV_ADDR");
-    c
-}
+mod common;
+use common::{bin, real_name_server};
 
 fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("rmqcat runs")
@@ -460,21 +457,6 @@ fn a_closed_stdout_or_stderr_ends_quietly_never_in_a_panic_or_an_abort() {
     assert_eq!(o.code(), Some(2), "{o:?}");
     let o = bin().args(["decode", "--hex", "/nonexistent"]).stderr(closed_pipe()).status().unwrap();
     assert_eq!(o.code(), Some(1), "{o:?}");
-}
-
-/// The real broker's name server, or `None` (skipped) unless RMQ_REQUIRE_BROKER=1.
-fn real_name_server() -> Option<String> {
-    match std::env::var("NAMESRV_ADDR") {
-        Ok(ns) if std::net::TcpStream::connect(&ns).is_ok() => Some(ns),
-        _ => {
-            assert!(
-                std::env::var("RMQ_REQUIRE_BROKER").as_deref() != Ok("1"),
-                "RMQ_REQUIRE_BROKER=1 but no broker"
-            );
-            eprintln!("note: no real broker (NAMESRV_ADDR); skipping");
-            None
-        }
-    }
 }
 
 #[test]

@@ -9,11 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn rmqcat() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rmqcat"));
-    c.env_remove("NAMESRV_ADDR");
-    c
-}
+mod common;
+use common::{bin, real_name_server};
 
 /// `mqadmin ARGS…` against the cluster the project's script started: its stdout, and whether it
 /// succeeded (it fails while the group is not online yet).
@@ -22,20 +19,6 @@ fn mqadmin(args: &[&str]) -> (bool, String) {
     let o = Command::new("bash").arg(script).arg("admin").args(args).output().expect("mqadmin runs");
     let out = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     (o.status.success(), out)
-}
-
-fn real_name_server() -> Option<String> {
-    match std::env::var("NAMESRV_ADDR") {
-        Ok(ns) if std::net::TcpStream::connect(&ns).is_ok() => Some(ns),
-        _ => {
-            assert!(
-                std::env::var("RMQ_REQUIRE_BROKER").as_deref() != Ok("1"),
-                "RMQ_REQUIRE_BROKER=1 but no broker"
-            );
-            eprintln!("note: no real broker (NAMESRV_ADDR); skipping");
-            None
-        }
-    }
 }
 
 /// The numbers of the row for `topic` in the `#Consumer RT&TPS#` table: pull RT, pull TPS,
@@ -61,7 +44,7 @@ fn consumer_status_and_progress_show_a_running_consumer() {
     let Some(ns) = real_name_server() else { return };
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     let (topic, group) = (format!("rmqcat_admin_{stamp}"), format!("rmqcat_admin_g_{stamp}"));
-    let o = rmqcat()
+    let o = bin()
         .args(["produce", "-n", &ns, "-t", &topic, "--create", "4", "--count", "20000", "--size", "200"])
         .output()
         .unwrap();
@@ -69,7 +52,7 @@ fn consumer_status_and_progress_show_a_running_consumer() {
     // Its stdout is a pipe nobody reads: once the pipe is full the listener blocks on the write,
     // so the consumer runs (heartbeats, answers the broker) with messages still behind — the
     // stuck consumer an operator looks at.
-    let child = rmqcat()
+    let child = bin()
         .args(["consume", "-n", &ns, "-g", &group, "-t", &topic, "--from", "first"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
