@@ -484,7 +484,16 @@ fn real_broker_route_send_and_pull_through_the_proxy() {
     let mut producer = Producer::new(proxy.addr(), LONG);
     let sent = producer.send(Message::new(topic, body.clone())).unwrap();
     let mut client = Client::connect(&proxied, LONG).unwrap();
-    let (msgs, _) = client.pull("chaos_proxy_probe", &sent.queue, sent.queue_offset).unwrap();
+    // The broker answers the send once the message is stored, but its consume queue learns of it
+    // a moment later (the dispatch runs behind the commit log), so a pull at once may find nothing.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let msgs = loop {
+        let (msgs, _) = client.pull("chaos_proxy_probe", &sent.queue, sent.queue_offset).unwrap();
+        if !msgs.is_empty() || Instant::now() >= deadline {
+            break msgs;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(msgs.first().map(|m| m.body.to_vec()), Some(body.into_bytes()));
     let s = proxy.stats(Target::broker(&broker));
     assert!(s.accepted >= 2 && s.bytes_to_client > 0, "{s:?}");
