@@ -11,9 +11,9 @@ use crate::message::{MessageDecodeError, MessageExt, MessageQueue};
 use crate::protocol::body::{HeartbeatData, JsonBody, LockBatchRequestBody};
 use crate::protocol::header::{
     ConsumerSendMsgBackRequestHeader, GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader,
-    GetRouteInfoRequestHeader, PullMessageRequestHeader, QueryConsumerOffsetRequestHeader,
-    SearchOffsetRequestHeader, SendMessageRequestHeaderV2, UnregisterClientRequestHeader,
-    UpdateConsumerOffsetRequestHeader,
+    GetMinOffsetRequestHeader, GetRouteInfoRequestHeader, PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, SendMessageRequestHeaderV2,
+    UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{
     BodyError, CLIENT_VERSION, Code, FLAG_ONEWAY, HeaderError, LanguageCode, RemotingCommand, RequestCode,
@@ -219,6 +219,22 @@ pub enum Command {
     /// Undo the [`Command::PauseQueues`] with this selector. A queue pulls again when no pause
     /// selects it (pausing a topic and one of its queues takes both resumes for that queue).
     ResumeQueues(QueueSelector),
+    /// Move the group's position in the selected held queues, as `mqadmin resetOffsetByTime`
+    /// does for a running Java consumer: what is cached or waiting for a listener is dropped,
+    /// results of batches with user code are discarded, the new offset is committed, and pulling
+    /// goes on from there ([`Event::Seeked`] per queue). First, last and a timestamp are looked
+    /// up on the queue's broker ([`Event::SeekFailed`] if that fails; nothing moves). A queue
+    /// still looking up its start offset (or waiting for its orderly lock) starts at the target.
+    /// Refused before anything moves: a topic not subscribed, a queue not held, a negative offset
+    /// or timestamp, a timestamp in the future, an offset outside the queue's range as the last
+    /// pull answer gave it. Only this client's queues move; the group's other members keep
+    /// theirs (a broker-side reset, `rmqcat group reset`, moves them all).
+    Seek {
+        /// The queues (held now) to move.
+        queues: QueueSelector,
+        /// Where to.
+        to: SeekTo,
+    },
     /// Graceful shutdown: stop pulling, wait for in-flight batches (up to
     /// `awaitTerminationMillisWhenShutdown`), persist offsets, unregister, then `Event::Terminated`.
     Shutdown,
@@ -243,6 +259,22 @@ impl QueueSelector {
             Self::Queue(q) => q == queue,
         }
     }
+}
+
+/// Where a [`Command::Seek`] moves a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SeekTo {
+    /// The queue's min offset on its broker (the oldest message still stored).
+    First,
+    /// The queue's max offset: only what arrives from now on.
+    Last,
+    /// This queue offset (within the queue's range).
+    Offset(i64),
+    /// The first message stored at or after this time, in milliseconds since the epoch (the
+    /// broker's SEARCH_OFFSET_BY_TIMESTAMP; a 4.9 broker may answer the nearest message, one
+    /// earlier).
+    Timestamp(i64),
 }
 
 /// What a listener returns (`ConsumeConcurrentlyStatus` / `ConsumeOrderlyStatus`).
@@ -484,6 +516,8 @@ pub enum Request {
     UpdateConsumerOffset(UpdateConsumerOffsetRequestHeader),
     /// GET_MAX_OFFSET.
     GetMaxOffset(GetMaxOffsetRequestHeader),
+    /// GET_MIN_OFFSET.
+    GetMinOffset(GetMinOffsetRequestHeader),
     /// SEARCH_OFFSET_BY_TIMESTAMP.
     SearchOffset(SearchOffsetRequestHeader),
     /// PULL_MESSAGE.
@@ -516,6 +550,7 @@ impl Request {
             Self::QueryConsumerOffset(_) => RequestCode::QueryConsumerOffset,
             Self::UpdateConsumerOffset(_) => RequestCode::UpdateConsumerOffset,
             Self::GetMaxOffset(_) => RequestCode::GetMaxOffset,
+            Self::GetMinOffset(_) => RequestCode::GetMinOffset,
             Self::SearchOffset(_) => RequestCode::SearchOffsetByTimestamp,
             Self::PullMessage(_) => RequestCode::PullMessage,
             Self::SendMsgBack(_) => RequestCode::ConsumerSendMsgBack,
@@ -537,6 +572,7 @@ impl Request {
             Self::QueryConsumerOffset(_) => "QueryConsumerOffset",
             Self::UpdateConsumerOffset(_) => "UpdateConsumerOffset",
             Self::GetMaxOffset(_) => "GetMaxOffset",
+            Self::GetMinOffset(_) => "GetMinOffset",
             Self::SearchOffset(_) => "SearchOffsetByTimestamp",
             Self::PullMessage(_) => "PullMessage",
             Self::SendMsgBack(_) => "ConsumerSendMsgBack",
@@ -560,6 +596,7 @@ impl Transmit {
             Request::QueryConsumerOffset(h) => with(h),
             Request::UpdateConsumerOffset(h) => with(h),
             Request::GetMaxOffset(h) => with(h),
+            Request::GetMinOffset(h) => with(h),
             Request::SearchOffset(h) => with(h),
             Request::PullMessage(h) => with(h),
             Request::SendMsgBack(h) => with(h),
@@ -733,6 +770,26 @@ pub enum Event {
     QueuesResumed {
         /// What was resumed.
         selector: QueueSelector,
+    },
+    /// A [`Command::Seek`] moved a queue: cached work was dropped, `to` is committed and pulled
+    /// from.
+    Seeked {
+        /// The queue.
+        queue: MessageQueue,
+        /// Where it was (the next offset to pull; −1 if it had not started).
+        from: i64,
+        /// Where it continues.
+        to: i64,
+    },
+    /// A [`Command::Seek`] could not be carried out for a queue (its broker's lookup failed or
+    /// the queue went away meanwhile); the queue did not move.
+    SeekFailed {
+        /// The queue.
+        queue: MessageQueue,
+        /// The target asked for.
+        to: SeekTo,
+        /// Why.
+        reason: String,
     },
     /// Shutdown finished: nothing more will happen.
     Terminated,

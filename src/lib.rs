@@ -188,7 +188,8 @@ pub use driver::{Driver, DriverOutput, FRAME_STALL_TIMEOUT, LinkId};
 pub use error::UsageError;
 pub use event::{
     Batch, BatchId, BatchKind, Command, ConsumeContext, ConsumeResult, ConsumeStatus, DisconnectReason,
-    Event, Input, IoFailure, MalformedFrame, Messages, Output, PeerAddr, QueueSelector, Request, Transmit,
+    Event, Input, IoFailure, MalformedFrame, Messages, Output, PeerAddr, QueueSelector, Request, SeekTo,
+    Transmit,
 };
 pub use message::{Message, MessageExt, MessageQueue};
 pub use protocol::body::{ConsumeFromWhere, MessageModel};

@@ -94,6 +94,7 @@ impl Consumer {
                 }
                 Ok(())
             }
+            Command::Seek { queues, to } => self.on_seek(queues, to),
             Command::Subscribe { topic, expression } => {
                 if topic.is_empty()
                     || !topic.bytes().all(|b| b.is_ascii_alphanumeric() || b"%|_-".contains(&b))

@@ -27,6 +27,7 @@ mod queues;
 mod rebalance;
 mod requests;
 mod routes;
+mod seek;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;

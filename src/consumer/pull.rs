@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use super::Consumer;
 use super::lifecycle::RunState;
-use super::offsets::Persist;
 use super::queues::Phase;
 use super::requests::{Failure, PendingKind};
 
@@ -224,6 +223,7 @@ impl Consumer {
         if let Some(q) = self.queues.get_mut(key) {
             // For lag: every pull answer carries it, so no request of its own is needed.
             q.broker_max_offset = h.max_offset;
+            q.broker_min_offset = h.min_offset;
         }
         match status {
             Some(ResponseCode::Success) => self.on_found(key, &h, cmd),
@@ -352,23 +352,8 @@ impl Consumer {
     /// dropped (its results are discarded), the new offset is committed, and pulling resumes.
     pub(super) fn on_offset_moved(&mut self, key: QueueKey, to: i64) {
         let Some(q) = self.queues.get(key) else { return };
-        let from = q.next_offset;
-        let (mq, user_mq) = (q.mq.clone(), q.user_mq.clone());
-        self.emit(Event::OffsetMoved { queue: user_mq.clone(), from, to });
-        self.timers.stop(Timer::Pull(key));
-        self.timers.stop(Timer::ComputeOffset(key));
-        self.timers.stop(Timer::OrderlyResume(key));
-        self.withdraw_unstarted(Some(key));
-        let Some(old) = self.queues.remove(key) else { return };
-        let key = self.hold_queue(mq, user_mq);
-        self.carry_orderly(&old, key);
-        if let Some(q) = self.queues.get_mut(key) {
-            q.phase = Phase::Pulling;
-            q.next_offset = to;
-            q.offset.force(to);
-        }
-        self.persist_queue(key, Persist::Now);
-        self.try_pull(key);
+        self.emit(Event::OffsetMoved { queue: q.user_mq.clone(), from: q.next_offset, to });
+        self.move_queue(key, to);
     }
 
     /// Raise the committable offset to the watermark: everything below the lowest message still

@@ -41,6 +41,10 @@ pub(super) struct QueueState {
     pub(super) last_consume_ms: i64,
     /// The queue's max offset as the last pull answer gave it (−1 before one).
     pub(super) broker_max_offset: i64,
+    /// The queue's min offset as the last pull answer gave it (0 before one).
+    pub(super) broker_min_offset: i64,
+    /// A seek that arrived before the queue started pulling: where it starts.
+    pub(super) pending_seek: Option<i64>,
     /// Its topic's slot in the consumer's statistics windows.
     pub(super) stats_slot: usize,
     /// Orderly: when the broker last confirmed our lock (`None`: not locked).
@@ -83,6 +87,8 @@ impl QueueState {
             last_pull_ms: 0,
             last_consume_ms: 0,
             broker_max_offset: -1,
+            broker_min_offset: 0,
+            pending_seek: None,
             stats_slot: 0,
             locked_at: None,
             consuming: None,

@@ -377,7 +377,10 @@ impl Consumer {
     /// no lower than its own commit: what this client finished is not replayed.
     pub(super) fn start_at(&mut self, key: QueueKey, offset: i64, stored: bool) {
         let Some(q) = self.queues.get_mut(key) else { return };
-        let start = offset.max(q.offset.value());
+        // A seek that came while the start was looked up wins over it.
+        let seek = q.pending_seek.take();
+        let (offset, stored) = seek.map_or((offset, stored), |to| (to, false));
+        let start = if seek.is_some() { offset } else { offset.max(q.offset.value()) };
         q.phase = Phase::Pulling;
         q.next_offset = start;
         q.offset = if stored { OffsetCell::stored(offset) } else { OffsetCell::default() };

@@ -35,6 +35,11 @@ pub(super) enum PendingKind {
     Pull {
         key: QueueKey,
     },
+    /// A `Command::Seek` lookup (first, last, timestamp) for a queue.
+    Seek {
+        mq: crate::message::MessageQueue,
+        to: crate::event::SeekTo,
+    },
     SendBack {
         id: u64,
     },
@@ -264,6 +269,7 @@ impl Consumer {
             PendingKind::MaxOffset { key } => self.on_found_start_offset(key, &p.peer, p.code, Ok(cmd)),
             PendingKind::SearchOffset { key } => self.on_found_start_offset(key, &p.peer, p.code, Ok(cmd)),
             PendingKind::Pull { key } => self.on_pull(key, &p.peer, Ok(cmd)),
+            PendingKind::Seek { mq, to } => self.on_seek_lookup(&mq, to, Ok(cmd)),
             PendingKind::SendBack { id } => self.on_send_back(id, &p.peer, Ok(cmd)),
             PendingKind::RetrySend { id } => self.on_retry_send(id, &p.peer, Ok(cmd)),
             PendingKind::UpdateOffset { key, offset, shutdown, creates } => {
@@ -290,6 +296,7 @@ impl Consumer {
                 self.on_found_start_offset(key, &p.peer, p.code, Err(f))
             }
             PendingKind::Pull { key } => self.on_pull(key, &p.peer, Err(f)),
+            PendingKind::Seek { mq, to } => self.on_seek_lookup(&mq, to, Err(f)),
             PendingKind::SendBack { id } => self.on_send_back(id, &p.peer, Err(f)),
             PendingKind::RetrySend { id } => self.on_retry_send(id, &p.peer, Err(f)),
             PendingKind::UpdateOffset { key, offset, shutdown, creates } => {

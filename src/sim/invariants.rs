@@ -54,6 +54,8 @@ struct Group {
     from_first: bool,
     /// Broadcasting: every consumer consumes every queue (orderly exclusivity is per consumer).
     broadcasting: bool,
+    /// Queue → the furthest a `Command::Seek` moved it: what lies below was skipped on purpose.
+    seeked: HashMap<MessageQueue, i64>,
 }
 
 /// An orderly batch with user code.
@@ -268,6 +270,14 @@ impl Checker {
                 queues.iter().map(wire).collect()
             }
             Event::OffsetMoved { queue, .. } => vec![wire(queue)],
+            Event::Seeked { queue, to, .. } => {
+                let q = wire(queue);
+                if let Some(g) = self.groups.get_mut(group) {
+                    let skipped = g.seeked.entry(q.clone()).or_insert(*to);
+                    *skipped = (*skipped).max(*to);
+                }
+                vec![q]
+            }
             _ => return,
         };
         for q in reset {
@@ -288,7 +298,10 @@ impl Checker {
 
     fn finished(&self, sim: &Sim, group: &Group, broker: usize, mq: &MessageQueue, offset: i64) -> bool {
         let b = &sim.brokers[broker];
-        if offset < b.min_offset(&mq.topic, mq.queue_id) || self.ok.contains(&(mq.clone(), offset)) {
+        if offset < b.min_offset(&mq.topic, mq.queue_id)
+            || self.ok.contains(&(mq.clone(), offset))
+            || group.seeked.get(mq).is_some_and(|to| offset < *to)
+        {
             return true;
         }
         let Some(record) = b.record(&mq.topic, mq.queue_id, offset) else { return false };

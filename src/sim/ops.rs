@@ -7,7 +7,7 @@ use super::SimBrokerConfig;
 use super::world::{Fault, Faults, Sim, Verdict};
 use crate::event::ConsumeResult;
 use crate::message::MessageQueue;
-use crate::{Command, ConsumeFromWhere, ConsumeMode, QueueSelector};
+use crate::{Command, ConsumeFromWhere, ConsumeMode, QueueSelector, SeekTo};
 
 /// One step of a scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +33,10 @@ pub enum SimOp {
     /// Pause queue `q % 7` of consumer `n % consumers` (0..6: a queue of broker-a or -b; 6: the
     /// whole topic), or resume it if paused.
     TogglePause(u8, u8),
+    /// Seek consumer `n % consumers`'s queue `q % 7` (as [`TogglePause`](Self::TogglePause))
+    /// back: by `k % 3` to its first, to offset `k / 3 % 8`, or to `k / 3` seconds ago. Only back,
+    /// so everything is still consumed in the end; a refusal is fine.
+    SeekBack(u8, u8, u8),
     /// Network faults: drop, duplicate, delay (percent).
     Faults(u8, u8, u8),
     /// No more network faults.
@@ -44,7 +48,7 @@ impl SimOp {
     pub fn decode_all(mut data: &[u8]) -> Vec<Self> {
         let mut ops = Vec::new();
         while let [tag, a, rest @ ..] = data {
-            let (op, used) = match tag % 12 {
+            let (op, used) = match tag % 13 {
                 0 => (Self::Produce(*a % 64), 0),
                 1 => (Self::Advance(u16::from(*a) * 4), 0),
                 2 => (Self::ResetBroker(*a), 0),
@@ -63,12 +67,28 @@ impl SimOp {
                     2,
                 ),
                 11 => (Self::TogglePause(*a, rest.first().copied().unwrap_or(0)), 1),
+                12 => (
+                    Self::SeekBack(*a, rest.first().copied().unwrap_or(0), rest.get(1).copied().unwrap_or(0)),
+                    2,
+                ),
                 _ => (Self::Heal, 0),
             };
             ops.push(op);
             data = rest.get(used..).unwrap_or(&[]);
         }
         ops
+    }
+}
+
+/// Queue `q % 7` of the world [`run_ops`] builds: 0..6 a queue of broker-a or -b, 6 the topic.
+fn selector(q: u8) -> QueueSelector {
+    match q % 7 {
+        6 => QueueSelector::Topic("T".into()),
+        q => QueueSelector::Queue(MessageQueue::new(
+            "T",
+            if q < 3 { "broker-a" } else { "broker-b" },
+            i32::from(q % 3),
+        )),
     }
 }
 
@@ -119,16 +139,17 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
             SimOp::Shutdown(c) => sim.inject(Fault::ShutdownConsumer(usize::from(c) % n)),
             SimOp::Suspend(c) => sim.command(usize::from(c) % n, Command::Suspend),
             SimOp::Resume(c) => sim.command(usize::from(c) % n, Command::Resume),
+            SimOp::SeekBack(c, q, k) => {
+                let to = match k % 3 {
+                    0 => SeekTo::First,
+                    1 => SeekTo::Offset(i64::from(k / 3 % 8)),
+                    _ => SeekTo::Timestamp(sim.broker(0).wall_ms(sim.now()) - i64::from(k / 3) * 1000),
+                };
+                let _ = sim.try_command(usize::from(c) % n, Command::Seek { queues: selector(q), to });
+            }
             SimOp::TogglePause(c, q) => {
                 let c = usize::from(c) % n;
-                let selector = match q % 7 {
-                    6 => QueueSelector::Topic("T".into()),
-                    q => QueueSelector::Queue(MessageQueue::new(
-                        "T",
-                        if q < 3 { "broker-a" } else { "broker-b" },
-                        i32::from(q % 3),
-                    )),
-                };
+                let selector = selector(q);
                 let entry = (c, selector.clone());
                 if let Some(at) = paused.iter().position(|p| *p == entry) {
                     paused.remove(at);
@@ -174,6 +195,7 @@ mod tests {
         assert_eq!(SimOp::decode_all(&[0, 5, 9]), [SimOp::Produce(5)]);
         assert_eq!(SimOp::decode_all(&[9, 1, 2, 3, 10, 0]), [SimOp::Faults(1, 2, 3), SimOp::Heal]);
         assert_eq!(SimOp::decode_all(&[11, 1, 6]), [SimOp::TogglePause(1, 6)]);
+        assert_eq!(SimOp::decode_all(&[12, 1, 6, 4]), [SimOp::SeekBack(1, 6, 4)]);
         run_ops(1, &SimOp::decode_all(&[0, 20, 1, 50, 4, 0, 1, 50, 5, 0, 0, 10])).unwrap();
     }
 }

@@ -459,12 +459,20 @@ impl Sim {
         self.consumers[i].consumer()
     }
 
-    /// Send a command to consumer `i`.
+    /// Send a command to consumer `i` (a refusal is ignored; see [`try_command`](Self::try_command)).
     pub fn command(&mut self, i: usize, cmd: Command) {
-        if let Some(d) = self.consumers[i].driver.as_mut() {
-            let _ = d.command(cmd, self.now);
-        }
+        let _ = self.try_command(i, cmd);
+    }
+
+    /// Send a command to consumer `i` and return its refusal, if any (a consumer not running
+    /// refuses with [`UsageError::Terminated`](crate::UsageError::Terminated)).
+    pub fn try_command(&mut self, i: usize, cmd: Command) -> Result<(), crate::UsageError> {
+        let r = match self.consumers[i].driver.as_mut() {
+            Some(d) => d.command(cmd, self.now),
+            None => Err(crate::UsageError::Terminated),
+        };
         self.drain_consumer(i);
+        r
     }
 
     /// Events consumer `i` emitted (all incarnations).
@@ -1211,6 +1219,8 @@ fn event_name(e: &Event) -> &'static str {
         Event::ConnectionLost { .. } => "ConnectionLost",
         Event::QueuesPaused { .. } => "QueuesPaused",
         Event::QueuesResumed { .. } => "QueuesResumed",
+        Event::Seeked { .. } => "Seeked",
+        Event::SeekFailed { .. } => "SeekFailed",
         Event::Terminated => "Terminated",
     }
 }
