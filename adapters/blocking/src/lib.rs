@@ -123,6 +123,16 @@ impl PushConsumer {
         runtime::block_on(self.handle.snapshot()).map(|s| s.topics).unwrap_or_default()
     }
 
+    /// Move this consumer's queues of a topic (or one queue) to the first, the last, an offset
+    /// or a time, as `mqadmin resetOffsetByTime` does a running Java consumer: what is cached is
+    /// dropped, the target is committed and pulled from ([`Event::Seeked`] per queue;
+    /// [`Event::SeekFailed`] if a broker lookup fails). Refused, moving nothing: a topic not
+    /// subscribed, a queue not held, a negative or out-of-range offset, a time in the future
+    /// ([`Command::Seek`] has the details).
+    pub fn seek(&self, queues: QueueSelector, to: SeekTo) -> Result<(), UsageError> {
+        runtime::block_on(self.handle.checked_command(Command::Seek { queues, to }))
+    }
+
     /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
     /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets, unregister.
     /// Returns when done; bounded by that deadline plus request timeouts.

@@ -1,7 +1,10 @@
 //! The shared end-to-end suite (`rocketmq-push-e2e`) on this adapter: against the simulator over
 //! loopback TCP, and against the real broker when one is running.
 
-use rocketmq_push_blocking::{ConsumeStatus, MessageQueue, PushConsumer, QueueSnapshot, Stats, TopicStats};
+use rocketmq_push_blocking::{
+    ConsumeStatus, MessageQueue, PushConsumer, QueueSelector, QueueSnapshot, SeekTo, Stats, TopicStats,
+    UsageError,
+};
 use rocketmq_push_e2e::{Adapter, Env, Running, Spec, builder_for, run_all, run_bad_input};
 
 struct Blocking;
@@ -17,6 +20,9 @@ impl Running for Handle {
     }
     fn resume_queue(&self, queue: MessageQueue) {
         self.0.resume_queue(queue);
+    }
+    fn seek(&self, queues: QueueSelector, to: SeekTo) -> Result<(), UsageError> {
+        self.0.seek(queues, to)
     }
     fn stats(&self) -> Stats {
         self.0.stats()

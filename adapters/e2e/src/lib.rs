@@ -14,7 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rocketmq_push_core::message::{Message, MessageExt, MessageQueue, keys};
 use rocketmq_push_core::sim::SimBrokerConfig;
 use rocketmq_push_core::{
-    ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel, QueueSnapshot, Stats, TopicStats,
+    ConsumeFromWhere, ConsumeStatus, DisconnectReason, Event, MessageModel, QueueSelector, QueueSnapshot,
+    SeekTo, Stats, TopicStats, UsageError,
 };
 use rocketmq_push_io::sim_server::SimServer;
 use rocketmq_push_io::{Client, Producer};
@@ -169,6 +170,7 @@ pub trait Running: Send {
     fn shutdown(self: Box<Self>);
     fn pause_queue(&self, queue: MessageQueue);
     fn resume_queue(&self, queue: MessageQueue);
+    fn seek(&self, queues: QueueSelector, to: SeekTo) -> Result<(), UsageError>;
     fn stats(&self) -> Stats;
     fn queues(&self) -> Vec<QueueSnapshot>;
     fn topics(&self) -> Vec<TopicStats>;
@@ -426,6 +428,7 @@ pub fn run_all(a: &dyn Adapter, env: &Env) {
         ("a panicking listener counts as reconsume later", panicking_listener),
         ("dropped without shutdown: returns at once, shuts down in the background", dropped_without_shutdown),
         ("a paused queue delivers nothing while the others flow; resumed, everything once", pause_one_queue),
+        ("seek a running consumer to a time, one queue to its first; refusals move nothing", seek_running),
         (
             "orderly: two members, 10,000 over 8 queues, one leaves; order kept, nothing lost",
             orderly_two_members,
@@ -761,6 +764,67 @@ fn pause_one_queue(a: &dyn Adapter, env: &Env) {
     assert!(spec.recorder.keys().is_superset(&keys.into_iter().collect()), "every message");
 }
 
+/// Seeking a running consumer: back to a time between two rounds replays the second round in
+/// every queue, and only it; one queue back to its first replays that queue; bad targets are
+/// refused and move nothing.
+fn seek_running(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_seek"), unique("g_seek"));
+    env.create_topic(&topic, 4);
+    let spec = Spec::new(&group, &topic);
+    let c = a.start(&env.name_server(), &spec);
+    let times = |q: i32, o: i64| {
+        spec.recorder.all().iter().filter(|r| r.queue.queue_id == q && r.offset == o).count()
+    };
+    let round = |n: usize| {
+        let (batch, _) = msgs(&topic, 20, |_| None);
+        for (i, m) in batch.into_iter().enumerate() {
+            env.produce_to(vec![m], (i % 4) as i32);
+        }
+        wait(Duration::from_secs(60), "a round of five a queue", || spec.recorder.all().len() >= n);
+    };
+    round(20);
+    // Store times are in milliseconds: keep the cut apart from both rounds.
+    std::thread::sleep(Duration::from_millis(20));
+    let cut = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    std::thread::sleep(Duration::from_millis(20));
+    round(40);
+    // Every queue's max offset is known from its pull answers once its messages arrived.
+    let other = QueueSelector::Topic(topic.clone());
+    let refusals = [
+        (QueueSelector::Topic(unique("not_subscribed")), SeekTo::First),
+        (QueueSelector::Queue(MessageQueue::new(topic.as_str(), "broker-a", 9)), SeekTo::First),
+        (other.clone(), SeekTo::Offset(-1)),
+        (other.clone(), SeekTo::Offset(1_000)),
+        (other.clone(), SeekTo::Timestamp(cut + 3_600_000)),
+    ];
+    for (queues, to) in refusals {
+        let r = c.seek(queues.clone(), to);
+        assert!(matches!(r, Err(UsageError::InvalidCommand(_))), "{queues:?} {to:?}: {r:?}");
+    }
+    assert_eq!(spec.recorder.all().len(), 40, "a refusal replays nothing");
+    c.seek(other, SeekTo::Timestamp(cut)).unwrap();
+    // A 4.9 broker answers the nearest message to a time, which may be the round before's last.
+    let v4 = !env.is_sim() && std::env::var("RMQ_SERVER_VERSION").is_ok_and(|v| v.starts_with("4."));
+    wait(Duration::from_secs(60), "the second round again", || {
+        (0..4).all(|q| (5..10).all(|o| times(q, o) == 2))
+    });
+    for q in 0..4 {
+        let again: Vec<i64> = (0..5).filter(|o| times(q, *o) > 1).collect();
+        assert!(again.is_empty() || (v4 && again == [4]), "queue {q} replayed {again:?} of the first round");
+    }
+    let q0 = MessageQueue::new(topic.as_str(), "broker-a", 0);
+    c.seek(QueueSelector::Queue(q0), SeekTo::First).unwrap();
+    wait(Duration::from_secs(60), "queue 0 from its first", || {
+        (0..10).all(|o| times(0, o) >= 2 + i32::from(o >= 5) as usize)
+    });
+    let seeked = spec.recorder.events().iter().filter(|e| matches!(e, Event::Seeked { .. })).count();
+    assert_eq!(seeked, 5, "four queues to the time, one to its first");
+    c.shutdown();
+    assert!((1..4).all(|q| (0..10).all(|o| times(q, o) <= 2)), "the other queues did not move again");
+    let committed = env.committed(&group, &topic, 4);
+    assert!(committed.values().all(|o| *o == Some(10)), "{committed:?}");
+}
+
 fn close_mid_long_poll(a: &dyn Adapter, env: &Env, server: &SimServer) {
     let (topic, group) = (unique("e2e_close"), unique("g_close"));
     env.create_topic(&topic, 4);
@@ -935,6 +999,13 @@ macro_rules! async_adapter_tests {
             fn resume_queue(&self, queue: $crate::__MessageQueue) {
                 self.0.resume_queue(queue);
             }
+            fn seek(
+                &self,
+                queues: $crate::__QueueSelector,
+                to: $crate::__SeekTo,
+            ) -> Result<(), $crate::__UsageError> {
+                ($block_on)(self.0.seek(queues, to))
+            }
             fn stats(&self) -> $crate::__Stats {
                 ($block_on)(self.0.stats())
             }
@@ -1025,5 +1096,6 @@ pub use rocketmq_push_core::ConsumeStatus as __ConsumeStatus;
 pub use rocketmq_push_core::MessageQueue as __MessageQueue;
 #[doc(hidden)]
 pub use rocketmq_push_core::{
-    QueueSnapshot as __QueueSnapshot, Stats as __Stats, TopicStats as __TopicStats,
+    QueueSelector as __QueueSelector, QueueSnapshot as __QueueSnapshot, SeekTo as __SeekTo, Stats as __Stats,
+    TopicStats as __TopicStats, UsageError as __UsageError,
 };

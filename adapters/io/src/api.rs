@@ -5,7 +5,8 @@
 pub use rocketmq_push_core::{
     AllocateStrategy, ClientId, Command, ConfigError, ConsumeContext, ConsumeFromWhere, ConsumeMode,
     ConsumeResult, ConsumeStatus, ConsumerConfigBuilder, DisconnectReason, Event, Message, MessageExt,
-    MessageModel, MessageQueue, Messages, QueueSelector, QueueSnapshot, Stats, TopicStats,
+    MessageModel, MessageQueue, Messages, QueueSelector, QueueSnapshot, SeekTo, Stats, TopicStats,
+    UsageError,
 };
 
 pub use crate::run::Snapshot;

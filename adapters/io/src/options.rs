@@ -122,9 +122,20 @@ impl Prepared {
 
     /// An application command (suspend, resume, subscribe, shutdown, …); a refusal is logged.
     pub fn command(&mut self, c: Command, now: Instant) {
-        if let Err(e) = self.driver.command(c, now) {
+        let _ = self.checked_command(c, now);
+    }
+
+    /// As [`command`](Self::command), and the refusal is also returned.
+    pub fn checked_command(
+        &mut self,
+        c: Command,
+        now: Instant,
+    ) -> Result<(), rocketmq_push_core::UsageError> {
+        let r = self.driver.command(c, now);
+        if let Err(e) = &r {
             tracing::warn!(error = %e, "command refused");
         }
+        r
     }
 }
 

@@ -125,6 +125,22 @@ macro_rules! async_adapter {
                 self.handle.snapshot().await.map(|s| s.topics).unwrap_or_default()
             }
 
+            /// Move this consumer's queues of a topic (or one queue) to the first, the last, an
+            /// offset or a time, as `mqadmin resetOffsetByTime` does a running Java consumer:
+            /// what is cached is dropped, the target is committed and pulled from
+            /// ([`Event::Seeked`]($crate::__core::Event::Seeked) per queue;
+            /// [`Event::SeekFailed`]($crate::__core::Event::SeekFailed) if a broker lookup
+            /// fails). Refused, moving nothing: a topic not subscribed, a queue not held, a
+            /// negative or out-of-range offset, a time in the future
+            /// ([`Command::Seek`]($crate::__core::Command::Seek) has the details).
+            pub async fn seek(
+                &self,
+                queues: $crate::__core::QueueSelector,
+                to: $crate::__core::SeekTo,
+            ) -> Result<(), $crate::__core::UsageError> {
+                self.handle.checked_command($crate::__core::Command::Seek { queues, to }).await
+            }
+
             /// Graceful shutdown: stop pulling, let in-flight batches finish (up to
             /// `awaitTerminationMillisWhenShutdown`, 30 s by default), commit offsets,
             /// unregister.

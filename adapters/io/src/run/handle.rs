@@ -1,7 +1,7 @@
 //! The application's end of a running consumer.
 
 use async_channel::{Receiver, Sender};
-use rocketmq_push_core::Command;
+use rocketmq_push_core::{Command, UsageError};
 
 use super::msg::{Msg, Snapshot};
 
@@ -21,6 +21,14 @@ impl Handle {
     /// Send a command (suspend, resume, subscribe, shutdown, …); refusals are logged.
     pub fn command(&self, c: Command) {
         let _ = self.inbox.try_send(Msg::Command(c));
+    }
+
+    /// Send a command and wait for the consumer's verdict on it: `Ok` once it took effect (or
+    /// began to: a seek's broker lookups answer later, as events), the refusal otherwise.
+    pub async fn checked_command(&self, c: Command) -> Result<(), UsageError> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.inbox.try_send(Msg::Checked(c, tx)).map_err(|_| UsageError::Terminated)?;
+        rx.recv().await.unwrap_or(Err(UsageError::Terminated))
     }
 
     /// What the consumer holds and has counted now; None once it terminated.

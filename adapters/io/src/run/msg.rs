@@ -47,6 +47,8 @@ pub(crate) enum Msg {
         failed: Option<String>,
     },
     Command(Command),
+    /// A command whose refusal goes back to the application (a seek's bad target).
+    Checked(Command, Sender<Result<(), rocketmq_push_core::UsageError>>),
     /// The application asks what the consumer holds and has counted.
     Snapshot(Sender<Snapshot>),
     /// Not sent: the owner's own note that a listener call can go on.
@@ -61,7 +63,7 @@ impl std::fmt::Debug for Msg {
             Self::Received { link, bytes } => write!(f, "Received({link}, {} bytes)", bytes.len()),
             Self::Closed { link, error } => write!(f, "Closed({link}, {error:?})"),
             Self::Consumed { batch, result, .. } => write!(f, "Consumed({batch}, {:?})", result.status),
-            Self::Command(c) => write!(f, "Command({c:?})"),
+            Self::Command(c) | Self::Checked(c, _) => write!(f, "Command({c:?})"),
             Self::Snapshot(_) => f.write_str("Snapshot"),
             Self::ListenersReady => f.write_str("ListenersReady"),
         }

@@ -181,6 +181,9 @@ fn feed(p: &mut Prepared, links: &mut HashMap<LinkId, LinkWriter>, msg: Msg, now
         }
         Msg::Consumed { batch, result, failed } => p.consumed(batch, result, failed, now),
         Msg::Command(c) => p.command(c, now),
+        Msg::Checked(c, reply) => {
+            let _ = reply.try_send(p.checked_command(c, now));
+        }
         Msg::Snapshot(reply) => {
             let c = p.driver.consumer();
             let _ = reply.try_send(Snapshot {
