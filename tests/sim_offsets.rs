@@ -183,3 +183,102 @@ fn two_members_creating_a_group_s_offsets_together_lose_none() {
         assert_eq!(committed, [Some(10); 4], "seed {seed}");
     }
 }
+
+/// INVOKE_BROKER_TO_RESET_OFFSET as `mqadmin resetOffsetByTime` and `rmqcat group reset` send it.
+fn reset(
+    sim: &mut Sim,
+    queue_id: Option<i32>,
+    timestamp: i64,
+    offset: Option<i64>,
+) -> rocketmq_push_core::RemotingCommand {
+    use rocketmq_push_core::protocol::header::ResetOffsetRequestHeader;
+    let h = ResetOffsetRequestHeader {
+        topic: "T".into(),
+        group: "G".into(),
+        timestamp,
+        is_force: true,
+        queue_id,
+        offset,
+    };
+    sim.admin(
+        0,
+        rocketmq_push_core::RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset).with_header(&h),
+    )
+    .expect("the broker answers")
+}
+
+#[test]
+fn a_broker_side_reset_moves_a_running_consumer_at_its_next_pull() {
+    let mut sim = sim(81);
+    let c = sim.add_consumer(
+        sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.produce("T", 40);
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(sim.consumed().len(), 40);
+    // Queue 1 back to 3 while every queue's pull is held by the broker.
+    let r = reset(&mut sim, Some(1), -1, Some(3));
+    assert_eq!(r.code, 0, "{:?}", r.remark_str());
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 1), Some(3), "committed at once");
+    sim.produce("T", 4);
+    sim.run_for(Duration::from_secs(10));
+    let again: Vec<i64> =
+        sim.consumed()[40..].iter().filter(|m| m.queue.queue_id == 1).map(|m| m.offset).collect();
+    assert_eq!(again, (3..22).collect::<Vec<_>>());
+    assert!(
+        sim.events(c)
+            .iter()
+            .any(|e| matches!(e, Event::OffsetMoved { queue, to: 3, .. } if queue.queue_id == 1))
+    );
+    // Every queue to the max (what comes next), by time −1.
+    let r = reset(&mut sim, None, -1, None);
+    assert_eq!(r.code, 0, "{:?}", r.remark_str());
+    sim.produce("T", 4);
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(sim.consumed().len(), 40 + 2 + 19 + 4, "nothing more replayed");
+    sim.run_for(Duration::from_secs(6));
+    assert!((0..2).all(|q| sim.broker(0).committed_offset("G", "T", q) == Some(24)));
+}
+
+#[test]
+fn a_reset_outside_the_queue_is_refused_and_moves_nothing() {
+    let mut sim = sim(82);
+    sim.add_consumer(
+        sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.produce("T", 8);
+    sim.run_for(Duration::from_secs(10));
+    let r = reset(&mut sim, Some(0), -1, Some(50));
+    assert_eq!(r.code, rocketmq_push_core::ResponseCode::SystemError as i32);
+    assert_eq!(r.remark_str(), "Target offset 50 not in consume queue range [0-4]");
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(sim.consumed().len(), 8);
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 0), Some(4));
+}
+
+#[test]
+fn a_commit_does_not_undo_a_pending_reset() {
+    let mut sim = sim(83);
+    sim.produce("T", 8);
+    // Nobody consumes: the reset waits for a pull, and a stale tool's commit is ignored.
+    let r = reset(&mut sim, Some(1), -1, Some(1));
+    assert_eq!(r.code, 0, "{:?}", r.remark_str());
+    use rocketmq_push_core::protocol::header::UpdateConsumerOffsetRequestHeader;
+    let h = UpdateConsumerOffsetRequestHeader {
+        consumer_group: "G".into(),
+        topic: "T".into(),
+        queue_id: 1,
+        commit_offset: 2,
+        bname: None,
+    };
+    let r = sim.admin(
+        0,
+        rocketmq_push_core::RemotingCommand::request(RequestCode::UpdateConsumerOffset).with_header(&h),
+    );
+    assert_eq!(r.map(|r| r.code), Some(0));
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 1), Some(1));
+    sim.add_consumer(sim.config("G").subscribe("T", "*"));
+    sim.run_for(Duration::from_secs(10));
+    let q1: Vec<i64> = sim.consumed().iter().filter(|m| m.queue.queue_id == 1).map(|m| m.offset).collect();
+    assert_eq!(q1, vec![1, 2, 3]);
+}

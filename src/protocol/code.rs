@@ -93,6 +93,9 @@ codes! {
         GetConsumeStats = 208, "GET_CONSUME_STATS";
         /// 220: broker → client, oneway: reset the group's offsets.
         ResetConsumerClientOffset = 220, "RESET_CONSUMER_CLIENT_OFFSET";
+        /// 222: admin → broker: reset a group's offsets (5.x: on the broker, per queue or by
+        /// time; 4.9: by time, through RESET_CONSUMER_CLIENT_OFFSET to the online consumers).
+        InvokeBrokerToResetOffset = 222, "INVOKE_BROKER_TO_RESET_OFFSET";
         /// 221: broker → client: report offsets (deprecated path).
         GetConsumerStatusFromClient = 221, "GET_CONSUMER_STATUS_FROM_CLIENT";
         /// 307: broker → client: report running info.

@@ -229,6 +229,9 @@ pub struct SimBroker {
     arena: BytesMut,
     /// group → topic → queue → offset.
     offsets: BTreeMap<String, BTreeMap<String, BTreeMap<i32, i64>>>,
+    /// (group, topic, queue) → an admin reset the group's next pull of the queue is told of
+    /// (`ConsumerOffsetManager.resetOffsetTable`); commits are ignored meanwhile.
+    reset_offsets: BTreeMap<(String, String, i32), i64>,
     /// When each (group, topic) offset map was created by a commit.
     creating: BTreeMap<(String, String), Instant>,
     groups: BTreeMap<String, Group>,
@@ -378,6 +381,7 @@ impl SimBroker {
             commit_cursor: 0,
             arena: BytesMut::new(),
             offsets: BTreeMap::new(),
+            reset_offsets: BTreeMap::new(),
             creating: BTreeMap::new(),
             groups: BTreeMap::new(),
             fingerprints: BTreeMap::new(),
@@ -511,6 +515,7 @@ impl SimBroker {
             Some(RequestCode::SearchOffsetByTimestamp) => Some(self.on_search_offset(&cmd)),
             Some(RequestCode::GetMaxOffset) => Some(self.on_max_offset(&cmd)),
             Some(RequestCode::GetMinOffset) => Some(self.on_min_offset(&cmd)),
+            Some(RequestCode::InvokeBrokerToResetOffset) => Some(self.on_reset_offset(&cmd, now)),
             Some(RequestCode::GetConsumeStats) => Some(self.on_consume_stats(&cmd)),
             Some(RequestCode::HeartBeat) => Some(self.on_heartbeat(conn, &cmd, now)),
             Some(RequestCode::UnregisterClient) => Some(self.on_unregister(conn, &cmd)),
@@ -583,6 +588,7 @@ impl SimBroker {
     pub fn crash(&mut self, now: Instant) {
         self.restart(now);
         self.offsets.clear();
+        self.reset_offsets.clear();
         self.creating.clear();
     }
 

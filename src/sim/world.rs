@@ -836,6 +836,29 @@ impl Sim {
         pieces
     }
 
+    /// An admin tool's request to broker `b` (as `mqadmin` sends it, on a connection of its
+    /// own), and the broker's answer; what the request makes the broker send its clients is
+    /// delivered as usual.
+    pub fn admin(&mut self, b: usize, cmd: RemotingCommand) -> Option<RemotingCommand> {
+        const ADMIN: ConnId = ConnId(u64::MAX);
+        self.brokers[b].handle(ADMIN, cmd, self.now);
+        let mut answer = None;
+        let mut others = Vec::new();
+        while let Some(out) = self.brokers[b].poll_output() {
+            if out.conn == ADMIN {
+                answer = Some(out.command);
+            } else {
+                others.push(out);
+            }
+        }
+        for out in others {
+            self.checker.on_broker_output(out.conn, &out.command);
+            self.send_to_consumer(out.conn, out.command);
+        }
+        self.drain_broker(b);
+        answer
+    }
+
     pub(super) fn drain_broker(&mut self, b: usize) {
         while let Some(out) = self.brokers[b].poll_output() {
             self.checker.on_broker_output(out.conn, &out.command);

@@ -20,7 +20,8 @@ use rocketmq_push_core::protocol::body::{
 use rocketmq_push_core::protocol::header::{
     CreateTopicRequestHeader, GetConsumeStatsRequestHeader, GetConsumerListByGroupRequestHeader,
     GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
-    QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use rocketmq_push_core::protocol::{Code, HeaderError, RemotingCommand, RequestCode, ResponseCode};
 
@@ -317,6 +318,37 @@ impl Client {
         };
         let r = ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)?;
         Ok(r.header::<OffsetResponseHeader>()?.offset)
+    }
+
+    /// The version a broker states in its answers (an `MQVersion.Version` ordinal: 413 is
+    /// 5.0.0), from a GET_MAX_OFFSET of `queue`.
+    pub fn broker_version(&mut self, queue: &MessageQueue) -> Result<i32, ClientError> {
+        let header = GetMaxOffsetRequestHeader {
+            topic: queue.topic.to_string(),
+            queue_id: queue.queue_id,
+            committed: Some(true),
+            bname: Some(queue.broker_name.to_string()),
+        };
+        let r = ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)?;
+        Ok(r.version)
+    }
+
+    /// INVOKE_BROKER_TO_RESET_OFFSET: the broker resets `header.group`'s offsets of
+    /// `header.topic` and answers the offsets it reset to. A 5.x broker does it itself (one queue
+    /// with `queue_id` and `offset`, or every queue by `timestamp`; −1 is the max offset); a 4.9
+    /// broker searches by time and tells the group's online consumers (CONSUMER_NOT_ONLINE when
+    /// there are none).
+    pub fn reset_offset(
+        &mut self,
+        header: &ResetOffsetRequestHeader,
+    ) -> Result<Vec<(MessageQueue, i64)>, ClientError> {
+        let r = ok(
+            self.call(RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset).with_header(header))?
+        )?;
+        if r.body.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(rocketmq_push_core::protocol::body::ResetOffsetBody::decode(&r.body)?.offset_table)
     }
 
     /// A queue's min offset (the first still stored).

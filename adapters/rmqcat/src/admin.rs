@@ -26,18 +26,25 @@ pub(crate) struct RouteOpts {
 }
 
 /// Show a group's consumers and, per queue, its committed offset, the broker's max offset and
-/// the lag.
+/// the lag; `group reset` moves its offsets.
 #[derive(Args)]
-#[command(after_help = "Examples:
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:
   rmqcat group -n 127.0.0.1:9876 -g my_group -t TopicA
-  rmqcat group -g my_group                  every topic the brokers hold offsets of the group for")]
+  rmqcat group -g my_group                  every topic the brokers hold offsets of the group for
+  rmqcat group reset -g my_group -t TopicA --to first"
+)]
 pub(crate) struct GroupOpts {
+    #[command(subcommand)]
+    action: Option<GroupAction>,
     /// Name server(s) (default: $NAMESRV_ADDR).
     #[arg(short = 'n', long = "name-server", value_name = "ADDR")]
     name_server: Option<String>,
     /// Consumer group.
-    #[arg(short, long)]
-    group: String,
+    #[arg(short, long, required = true)]
+    group: Option<String>,
     /// Only this topic (default: every topic the group has offsets for).
     #[arg(short, long)]
     topic: Option<String>,
@@ -150,16 +157,24 @@ pub(crate) fn route(mut o: RouteOpts) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+#[derive(clap::Subcommand)]
+enum GroupAction {
+    Reset(crate::reset::ResetOpts),
+}
+
 pub(crate) fn group(mut o: GroupOpts) -> Outcome {
-    o.group = crate::wire_name(&o.group);
+    if let Some(GroupAction::Reset(r)) = o.action {
+        return crate::reset::reset(r);
+    }
+    let group = crate::wire_name(o.group.as_deref().unwrap_or_default());
     o.topic = o.topic.as_deref().map(crate::wire_name);
     let ns = name_server(o.name_server)?;
     // The brokers to ask: the topic's, or those of the group's retry topic.
-    let route_topic = o.topic.clone().unwrap_or_else(|| format!("%RETRY%{}", o.group));
+    let route_topic = o.topic.clone().unwrap_or_else(|| format!("%RETRY%{}", group));
     let route = fetch_route(&ns, &route_topic).map_err(|e| match (&o.topic, e) {
         (None, _) => Failure::Runtime(format!(
             "cannot find the brokers of group {}: its retry topic {route_topic} has no route; pass a topic with -t",
-            o.group
+            group
         )),
         (Some(_), e) => e,
     })?;
@@ -174,12 +189,12 @@ pub(crate) fn group(mut o: GroupOpts) -> Outcome {
     let mut rows: Vec<(MessageQueue, Option<i64>, i64)> = Vec::new();
     for (addr, c) in &mut clients {
         let list =
-            c.consumer_list(&o.group).map_err(|e| Failure::Runtime(format!("consumers from {addr}: {e}")))?;
+            c.consumer_list(&group).map_err(|e| Failure::Runtime(format!("consumers from {addr}: {e}")))?;
         consumers.extend(list);
         if o.topic.is_none() {
             let stats = c
-                .consume_stats(&o.group, None)
-                .map_err(|e| Failure::Runtime(format!("progress of {} from {addr}: {e}", o.group)))?;
+                .consume_stats(&group, None)
+                .map_err(|e| Failure::Runtime(format!("progress of {} from {addr}: {e}", group)))?;
             rows.extend(
                 stats
                     .into_iter()
@@ -192,18 +207,18 @@ pub(crate) fn group(mut o: GroupOpts) -> Outcome {
             let Some(addr) = route.broker(&q.broker_name).and_then(|b| b.master_or_any()) else { continue };
             let Some(c) = clients.get_mut(addr) else { continue };
             let err = |e: ClientError| Failure::Runtime(format!("offsets of {q:?} from {addr}: {e}"));
-            let committed = c.query_offset(&o.group, &q).map_err(err)?;
+            let committed = c.query_offset(&group, &q).map_err(err)?;
             let max = c.max_offset(&q).map_err(err)?;
             rows.push((q, committed, max));
         }
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
-    out!("group {}: {} consumer(s)", o.group, consumers.len());
+    out!("group {}: {} consumer(s)", group, consumers.len());
     for c in &consumers {
         out!("  {c}");
     }
     if rows.is_empty() {
-        out!("no offsets stored for group {}", o.group);
+        out!("no offsets stored for group {}", group);
         return Ok(ExitCode::SUCCESS);
     }
     out!("{:<32} {:<16} {:>5} {:>12} {:>12} {:>10}", "TOPIC", "BROKER", "QUEUE", "COMMITTED", "MAX", "LAG");

@@ -32,6 +32,7 @@ mod format;
 mod produce;
 mod progress;
 mod read;
+mod reset;
 mod time;
 
 use std::process::ExitCode;

@@ -253,6 +253,65 @@ fn produce_then_consume_against_the_simulator() {
 }
 
 #[test]
+fn group_reset_moves_a_group_to_first_last_an_offset_or_a_time_and_refuses_bad_targets() {
+    let s = sim(&[("T", 4)]);
+    let ns = s.name_server();
+    let produce = |n: usize, tag: &str| {
+        let lines: String = (0..n).map(|i| format!("{tag}-{i}\n")).collect();
+        let o = run_with_stdin(&["produce", "-n", ns, "-t", "T"], lines.as_bytes());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    };
+    let committed = || (0..4).map(|q| s.committed_offset(0, "G", "T", q)).collect::<Vec<_>>();
+    let reset =
+        |extra: &[&str]| run(&[&["group", "reset", "-n", ns, "-g", "G", "-t", "T"][..], extra].concat());
+    produce(40, "old");
+    let o = run(&["consume", "-n", ns, "-g", "G", "-t", "T", "--from", "first", "-c", "40", "-f", "%s\n"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(committed(), vec![Some(10); 4]);
+
+    let o = reset(&["--to", "first"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("4 queue(s) reset"), "{}", text(&o.stdout));
+    assert_eq!(committed(), vec![Some(0); 4]);
+    let o = reset(&["-i", "2", "--to", "7"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(committed(), vec![Some(0), Some(0), Some(7), Some(0)]);
+    let o = reset(&["--to", "last"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(committed(), vec![Some(10); 4]);
+
+    // Store times are milliseconds: the cut stays apart from both rounds.
+    std::thread::sleep(Duration::from_millis(20));
+    let cut = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    std::thread::sleep(Duration::from_millis(20));
+    produce(8, "new");
+    let o = run(&["consume", "-n", ns, "-g", "G", "-t", "T", "-c", "8", "-f", "%s\n"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = reset(&["--to", &format!("@{cut}")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(committed(), vec![Some(10); 4], "back to the first message stored after the cut");
+    let o = run(&["consume", "-n", ns, "-g", "G", "-t", "T", "-c", "8", "-f", "%s\n"]);
+    let again: BTreeSet<String> = text(&o.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(again, (0..8).map(|i| format!("new-{i}")).collect(), "the second round again, and only it");
+
+    for (args, code, what) in [
+        (&["--to", "soon"][..], 2, "expected first, last, an offset, or a time"),
+        (&["--to", "@29991231235959"], 2, "in the future"),
+        (&["--to=-3"], 2, "expected first, last"),
+        (&["-i", "9", "--to", "first"], 2, "has no readable queue 9"),
+        (&["-i", "0", "--to", "500"], 1, "Target offset 500 not in consume queue range [0-12]"),
+    ] {
+        one_line_error(&reset(args), code, what);
+    }
+    one_line_error(
+        &run(&["group", "reset", "-n", ns, "-g", "G", "-t", "NoSuchTopic", "--to", "first"]),
+        1,
+        "does not exist",
+    );
+    assert_eq!(committed(), vec![Some(12); 4], "a refusal moves nothing");
+}
+
+#[test]
 fn reading_without_a_group_pulls_from_the_offsets_asked_and_commits_nothing() {
     let s = sim(&[("T", 4)]);
     let ns = s.name_server();
@@ -494,6 +553,14 @@ fn against_the_real_broker() {
     assert_eq!(bodies.len(), 30);
     let o = run(&["route", "-n", &ns, "-t", &topic]);
     assert!(text(&o.stdout).contains("4 read / 4 write queues"), "{}", text(&o.stdout));
+    // Back to the first (the group is offline): the same thirty again.
+    let o = run(&["group", "reset", "-n", &ns, "-g", &group, "-t", &topic, "--to", "first"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = run(&["consume", "-n", &ns, "-g", &group, "-t", &topic, "-c", "30", "-f", "%q %o %s\\n"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let again: BTreeSet<String> =
+        text(&o.stdout).lines().map(|l| l.split(' ').nth(2).unwrap().to_owned()).collect();
+    assert_eq!(again, bodies.iter().map(|b| b.to_string()).collect(), "the same thirty");
     // Without -t the broker reports every topic it holds the group's offsets for.
     let o = run(&["group", "-n", &ns, "-g", &group]);
     assert!(o.status.success(), "{}", text(&o.stderr));

@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 use rocketmq_push_core::sim::SimBrokerConfig;
 use rocketmq_push_io::sim_server::SimServer;
 
-const SUBCOMMANDS: [&str; 8] = ["", "consume", "produce", "decode", "route", "group", "demo", "bench"];
+const SUBCOMMANDS: [&str; 9] =
+    ["", "consume", "produce", "decode", "route", "group", "group reset", "demo", "bench"];
 
 fn help(sub: &str) -> String {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rmqcat"));
-    if !sub.is_empty() {
-        c.arg(sub);
-    }
+    c.args(sub.split_whitespace());
     let o = c.arg("--help").output().unwrap();
     assert!(o.status.success(), "rmqcat {sub} --help");
     String::from_utf8(o.stdout).unwrap()

@@ -22,8 +22,8 @@ use crate::protocol::header::{
     BoundaryType, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader, GetConsumeStatsRequestHeader,
     GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
-    SearchOffsetRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
-    UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
+    ResetOffsetRequestHeader, SearchOffsetRequestHeader, SendMessageRequestHeaderV2,
+    SendMessageResponseHeader, UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{CommandHeader, ExpressionType, JsonBody, PullSysFlag, RemotingCommand, ResponseCode};
 
@@ -158,6 +158,23 @@ impl SimBroker {
             max_transfer_count: self.config.max_transfer_count,
             max_transfer_bytes: self.config.max_transfer_bytes,
         };
+        let reset_key = (h.consumer_group.clone(), h.topic.clone(), h.queue_id);
+        if let Some(to) = self.reset_offsets.remove(&reset_key) {
+            // `PullMessageProcessor`: an admin reset wins over the pull (and its commit).
+            let header = PullMessageResponseHeader {
+                suggest_which_broker_id: 0,
+                next_begin_offset: to,
+                min_offset: self.min_offset(&h.topic, h.queue_id),
+                max_offset: self.max_offset(&h.topic, h.queue_id),
+                offset_delta: None,
+                topic_sys_flag: Some(topic_sys_flag),
+                group_sys_flag: Some(0),
+                forbidden_type: None,
+            };
+            return Some(
+                reply(req, ResponseCode::PullOffsetMoved).with_header(&header).with_remark("OFFSET_RESET"),
+            );
+        }
         let queue = &self.topics[ti].queues[h.queue_id as usize];
         let result = queue.get(h.queue_offset, &limits, &filter);
         if allow_suspend && flags.has(PullSysFlag::COMMIT_OFFSET) {
@@ -226,8 +243,54 @@ impl SimBroker {
         if !self.topic_index.contains_key(h.topic.as_str()) {
             return error(req, ResponseCode::TopicNotExist, format!("Topic {} not exist!", h.topic));
         }
-        self.commit_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset, now);
+        // `ConsumerManageProcessor`: a pending admin reset is not undone by a commit.
+        if !self.reset_offsets.contains_key(&(h.consumer_group.clone(), h.topic.clone(), h.queue_id)) {
+            self.commit_offset(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset, now);
+        }
         reply(req, ResponseCode::Success)
+    }
+
+    /// INVOKE_BROKER_TO_RESET_OFFSET as a 5.x broker serves it (`AdminBrokerProcessor.resetOffset`
+    /// with `useServerSideResetOffset`): one queue to an offset (checked against its range) or
+    /// by time, or every queue by time (−1: the max offset); committed at once, and told to the
+    /// group's next pull of each queue.
+    pub(super) fn on_reset_offset(&mut self, req: &RemotingCommand, now: Instant) -> RemotingCommand {
+        let h = header!(req, ResetOffsetRequestHeader);
+        let Some(&ti) = self.topic_index.get(h.topic.as_str()) else {
+            return error(req, ResponseCode::TopicNotExist, format!("Topic {} does not exist", h.topic));
+        };
+        let by_time = |b: &Self, q: i32| {
+            if h.timestamp < 0 {
+                b.max_offset(&h.topic, q)
+            } else {
+                b.queue(&h.topic, q).map_or(0, |s| s.search_by_time(h.timestamp, BoundaryType::Lower))
+            }
+        };
+        let targets: Vec<(i32, i64)> = match h.queue_id.filter(|q| *q >= 0) {
+            Some(q) if q >= self.topics[ti].read_queue_nums => Vec::new(),
+            Some(q) => match h.offset.filter(|o| *o != -1) {
+                Some(o) => {
+                    let (min, max) = (self.min_offset(&h.topic, q), self.max_offset(&h.topic, q));
+                    if min >= 0 && o < min || o > max + 1 {
+                        let remark = format!("Target offset {o} not in consume queue range [{min}-{max}]");
+                        return error(req, ResponseCode::SystemError, remark);
+                    }
+                    vec![(q, o)]
+                }
+                None => vec![(q, by_time(self, q))],
+            },
+            None => (0..self.topics[ti].read_queue_nums).map(|q| (q, by_time(self, q))).collect(),
+        };
+        if targets.is_empty() {
+            return error(req, ResponseCode::SystemError, "No queues to reset.");
+        }
+        let mut body = crate::protocol::body::ResetOffsetBody::default();
+        for (q, o) in targets {
+            self.reset_offsets.insert((h.group.clone(), h.topic.clone(), q), o);
+            self.commit_offset(&h.group, &h.topic, q, o, now);
+            body.offset_table.push((MessageQueue::new(h.topic.as_str(), self.name(), q), o));
+        }
+        reply(req, ResponseCode::Success).with_body(body.encode())
     }
 
     /// UPDATE_AND_CREATE_TOPIC: `AdminBrokerProcessor.updateAndCreateTopic`.
