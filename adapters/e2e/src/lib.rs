@@ -42,9 +42,29 @@ pub struct Rec {
     pub tag: Option<String>,
 }
 
-/// What the listener of a started consumer records, shared with the suite.
+/// One consume-hook call: the batch's (key, reconsume times), and for `after` whether it
+/// succeeded.
+#[derive(Clone, Debug)]
+pub struct HookRec {
+    pub messages: Vec<(String, i32)>,
+    pub after: Option<bool>,
+}
+
+/// What the listener of a started consumer records, shared with the suite; it is also the
+/// consumer's consume hook.
 #[derive(Clone, Default)]
-pub struct Recorder(Arc<Mutex<Vec<Rec>>>, Arc<Mutex<Vec<Event>>>);
+pub struct Recorder(Arc<Mutex<Vec<Rec>>>, Arc<Mutex<Vec<Event>>>, Arc<Mutex<Vec<HookRec>>>);
+
+impl rocketmq_push_io::ConsumeHook for Recorder {
+    fn before(&self, ctx: &rocketmq_push_io::HookContext<'_>) {
+        let messages = ctx.messages.iter().map(|m| (m.msg_id().into_owned(), m.reconsume_times)).collect();
+        self.2.lock().unwrap().push(HookRec { messages, after: None });
+    }
+    fn after(&self, ctx: &rocketmq_push_io::HookContext<'_>, o: &rocketmq_push_io::HookOutcome<'_>) {
+        let messages = ctx.messages.iter().map(|m| (m.msg_id().into_owned(), m.reconsume_times)).collect();
+        self.2.lock().unwrap().push(HookRec { messages, after: Some(o.success()) });
+    }
+}
 
 impl Recorder {
     pub fn record(&self, m: &MessageExt, queue: &MessageQueue) {
@@ -69,6 +89,27 @@ impl Recorder {
     }
     pub fn keys(&self) -> BTreeSet<String> {
         self.all().into_iter().map(|r| r.key).collect()
+    }
+    pub fn hook_calls(&self) -> Vec<HookRec> {
+        self.2.lock().unwrap().clone()
+    }
+    /// The consume hook saw every listener call: one `before` and one `after` per message the
+    /// listener recorded (batches of one), and `success(key, reconsume)` says how each ended.
+    pub fn check_hooks(&self, success: impl Fn(&str, i32) -> bool) {
+        let calls = self.hook_calls();
+        let handled = self.all().len();
+        let before: usize = calls.iter().filter(|c| c.after.is_none()).map(|c| c.messages.len()).sum();
+        let after: Vec<&HookRec> = calls.iter().filter(|c| c.after.is_some()).collect();
+        assert_eq!(before, handled, "a before per message handled");
+        assert_eq!(
+            after.iter().map(|c| c.messages.len()).sum::<usize>(),
+            handled,
+            "an after per message handled"
+        );
+        for c in after {
+            let want = c.messages.iter().all(|(k, r)| success(k, *r));
+            assert_eq!(c.after, Some(want), "{c:?}");
+        }
     }
 }
 
@@ -151,7 +192,8 @@ macro_rules! builder_for {
                     .consume_thread_max(4)
                     .new_group_skips_history(spec.skip_history)
             })
-            .on_event(move |e| events.event(e));
+            .on_event(move |e| events.event(e))
+            .hook(spec.recorder.clone());
         if spec.orderly {
             b = b.orderly();
         }
@@ -548,6 +590,7 @@ fn retry_then_dlq(a: &dyn Adapter, env: &Env) {
         assert_eq!(times.iter().max(), Some(&2), "consumed up to maxReconsumeTimes: {times:?}");
     }
     assert!(env.dead_lettered(&group).is_disjoint(&once));
+    spec.recorder.check_hooks(|k, r| !always.contains(k) && !(once.contains(k) && r == 0));
 }
 
 fn split_then_takeover(a: &dyn Adapter, env: &Env) {
@@ -674,6 +717,10 @@ fn panicking_listener(a: &dyn Adapter, env: &Env) {
         ok.is_superset(&want)
     });
     c.shutdown();
+    // Where each message was first consumed (a retried copy has an offset in the retry topic).
+    let offsets: BTreeMap<String, i64> =
+        spec.recorder.all().into_iter().filter(|r| r.reconsume == 0).map(|r| (r.key, r.offset)).collect();
+    spec.recorder.check_hooks(|k, r| r > 0 || offsets[k] % 2 == 1);
 }
 
 /// A consumer dropped without `shutdown` behaves the same in every adapter: the drop returns at

@@ -10,6 +10,7 @@ pub use rocketmq_push_core::{
 };
 
 pub use crate::run::Snapshot;
+pub use crate::{ConsumeHook, HookContext, HookOutcome};
 pub use crate::{ListenerOutput, StartError};
 #[cfg(feature = "tls")]
 pub use crate::{Tls, TlsError};

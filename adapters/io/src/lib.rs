@@ -9,7 +9,8 @@
 //! - [`log_event`]: what each core [`Event`](rocketmq_push_core::Event) means for a log;
 //! - [`run`]: the one run loop, generic over a small [`Runtime`](run::Runtime) trait that each
 //!   adapter implements (spawn, timer, TCP), and the public surface the async adapters share;
-//! - [`ConsumerOptions`]: the builder part all adapters share (config, offset file, event hook);
+//! - [`ConsumerOptions`]: the builder part all adapters share (config, offset file, event hook,
+//!   [`ConsumeHook`]s around every listener call);
 //! - [`Client`]: a small blocking remoting client for tools and tests (produce, routes, offsets);
 //! - [`Transport`]: plain TCP, or TLS (feature `tls`: `Tls`, rustls) for the run loop and the
 //!   blocking client alike — the handshake is part of the connect;
@@ -19,6 +20,7 @@
 pub mod api;
 mod client;
 mod client_id;
+mod hook;
 mod listener;
 mod log;
 mod offset_file;
@@ -32,6 +34,7 @@ mod transport;
 
 pub use client::{Client, ClientError, Producer};
 pub use client_id::{client_id, stable_client_id};
+pub use hook::{ConsumeHook, HookContext, HookOutcome};
 pub(crate) use listener::settled;
 pub use listener::{
     AsyncListener, BoxFuture, ListenerOutput, SyncListener, async_listener, guarded, sync_listener,

@@ -46,6 +46,7 @@ pub struct ConsumerOptions {
     name_server: Option<String>,
     offset_file: Option<PathBuf>,
     on_event: Option<EventHook>,
+    hooks: Vec<Arc<dyn crate::ConsumeHook>>,
     client_id: Option<ClientId>,
     #[cfg(feature = "tls")]
     tls: Option<crate::Tls>,
@@ -74,6 +75,8 @@ pub struct Prepared {
     pub repeats: Repeats,
     /// Plain TCP or TLS.
     pub transport: crate::Transport,
+    /// The application's consume hooks, and the batches between their calls.
+    pub(crate) hooks: crate::hook::Hooks,
 }
 
 impl Prepared {
@@ -112,6 +115,7 @@ impl Prepared {
     /// A listener finished `batch`; `failed` says why it failed (a panic or an `Err`), already
     /// turned into RECONSUME_LATER.
     pub fn consumed(&mut self, batch: BatchId, result: ConsumeResult, failed: Option<String>, now: Instant) {
+        self.hooks.finished(batch, &result, failed.as_deref(), now);
         if let Some(why) = failed {
             tracing::error!(%batch, %why, "listener failed: reconsume later");
         }
@@ -147,6 +151,7 @@ impl ConsumerOptions {
             name_server: None,
             offset_file: None,
             on_event: None,
+            hooks: Vec::new(),
             client_id: None,
             #[cfg(feature = "tls")]
             tls: None,
@@ -205,6 +210,13 @@ impl ConsumerOptions {
     /// Called with every event, after it is logged.
     pub fn on_event(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         self.on_event = Some(Arc::new(f));
+        self
+    }
+
+    /// Run `hook` around every listener call (Java's `registerConsumeMessageHook`); hooks run in
+    /// the order registered.
+    pub fn hook(mut self, hook: impl crate::ConsumeHook) -> Self {
+        self.hooks.push(Arc::new(hook));
         self
     }
 
@@ -290,6 +302,7 @@ impl ConsumerOptions {
             None => Vec::new(),
         };
         let consume_threads = cfg.consume_thread_min();
+        let hooks = crate::hook::Hooks::new(self.hooks, cfg.consumer_group().to_owned());
         let mut driver = Driver::new(Consumer::new(cfg, Instant::now()));
         driver.restore_local_offsets(restored);
         Ok(Prepared {
@@ -299,6 +312,7 @@ impl ConsumerOptions {
             consume_threads,
             repeats: Repeats::new(LOG_WINDOW),
             transport,
+            hooks,
         })
     }
 }
@@ -391,6 +405,14 @@ macro_rules! forward_options {
         /// Called with every event, after it is logged.
         pub fn on_event(mut self, f: impl Fn(&$crate::__core::Event) + Send + Sync + 'static) -> Self {
             self.options = self.options.on_event(f);
+            self
+        }
+        /// Run `hook` around every listener call (Java's `registerConsumeMessageHook`): `before`
+        /// when user code starts on a batch, `after` with its result and time. Hooks run on the
+        /// consumer's task in the order registered; keep them quick. A panicking hook is logged
+        /// and consumption goes on.
+        pub fn hook(mut self, hook: impl $crate::ConsumeHook) -> Self {
+            self.options = self.options.hook(hook);
             self
         }
         /// Use this client id instead of `ip@pid#nanos`.

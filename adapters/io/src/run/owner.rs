@@ -76,8 +76,14 @@ pub(super) async fn run<R: Runtime>(
                     DriverOutput::Close { link } => {
                         links.remove(&link);
                     }
-                    DriverOutput::Consume(batch) => listeners.consume(batch, now, &mut finished),
-                    DriverOutput::Withdraw(batch) => listeners.withdraw(batch),
+                    DriverOutput::Consume(batch) => {
+                        p.hooks.handed(&batch, now, listeners.reports_starts());
+                        listeners.consume(batch, now, &mut finished)
+                    }
+                    DriverOutput::Withdraw(batch) => {
+                        p.hooks.withdrawn(batch);
+                        listeners.withdraw(batch)
+                    }
                     DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
                     DriverOutput::Event(e) => p.event(&e, now),
                     DriverOutput::Terminated => return,
@@ -85,6 +91,7 @@ pub(super) async fn run<R: Runtime>(
             }
             listeners.poll_woken(&mut started, &mut finished);
             for (batch, at) in started.drain(..) {
+                p.hooks.started(batch, at);
                 p.driver.started(batch, at, now);
             }
             if finished.is_empty() {
