@@ -33,10 +33,10 @@ pub enum SimOp {
     /// Pause queue `q % 7` of consumer `n % consumers` (0..6: a queue of broker-a or -b; 6: the
     /// whole topic), or resume it if paused.
     TogglePause(u8, u8),
-    /// Seek consumer `n % consumers`'s queue `q % 7` (as [`TogglePause`](Self::TogglePause))
-    /// back: by `k % 3` to its first, to offset `k / 3 % 8`, or to `k / 3` seconds ago. Only back,
-    /// so everything is still consumed in the end; a refusal is fine.
-    SeekBack(u8, u8, u8),
+    /// Seek consumer `n % consumers`'s queue `q % 7` (as [`TogglePause`](Self::TogglePause)): by
+    /// `k % 3` to its first, to offset `k / 3 % 8`, or to `k / 3` seconds ago. What a seek moves
+    /// past counts as done; a refusal is fine.
+    Seek(u8, u8, u8),
     /// Network faults: drop, duplicate, delay (percent).
     Faults(u8, u8, u8),
     /// No more network faults.
@@ -67,10 +67,9 @@ impl SimOp {
                     2,
                 ),
                 11 => (Self::TogglePause(*a, rest.first().copied().unwrap_or(0)), 1),
-                12 => (
-                    Self::SeekBack(*a, rest.first().copied().unwrap_or(0), rest.get(1).copied().unwrap_or(0)),
-                    2,
-                ),
+                12 => {
+                    (Self::Seek(*a, rest.first().copied().unwrap_or(0), rest.get(1).copied().unwrap_or(0)), 2)
+                }
                 _ => (Self::Heal, 0),
             };
             ops.push(op);
@@ -139,7 +138,7 @@ pub fn run_ops(seed: u64, ops: &[SimOp]) -> Result<(), String> {
             SimOp::Shutdown(c) => sim.inject(Fault::ShutdownConsumer(usize::from(c) % n)),
             SimOp::Suspend(c) => sim.command(usize::from(c) % n, Command::Suspend),
             SimOp::Resume(c) => sim.command(usize::from(c) % n, Command::Resume),
-            SimOp::SeekBack(c, q, k) => {
+            SimOp::Seek(c, q, k) => {
                 let to = match k % 3 {
                     0 => SeekTo::First,
                     1 => SeekTo::Offset(i64::from(k / 3 % 8)),
@@ -195,7 +194,7 @@ mod tests {
         assert_eq!(SimOp::decode_all(&[0, 5, 9]), [SimOp::Produce(5)]);
         assert_eq!(SimOp::decode_all(&[9, 1, 2, 3, 10, 0]), [SimOp::Faults(1, 2, 3), SimOp::Heal]);
         assert_eq!(SimOp::decode_all(&[11, 1, 6]), [SimOp::TogglePause(1, 6)]);
-        assert_eq!(SimOp::decode_all(&[12, 1, 6, 4]), [SimOp::SeekBack(1, 6, 4)]);
+        assert_eq!(SimOp::decode_all(&[12, 1, 6, 4]), [SimOp::Seek(1, 6, 4)]);
         run_ops(1, &SimOp::decode_all(&[0, 20, 1, 50, 4, 0, 1, 50, 5, 0, 0, 10])).unwrap();
     }
 }

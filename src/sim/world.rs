@@ -1182,7 +1182,8 @@ impl Sim {
         self.now = self.now.max(deadline);
     }
 
-    /// Every produced message was consumed successfully at least once, or dead-lettered.
+    /// Every produced message was consumed successfully at least once, dead-lettered, or
+    /// skipped by a `Command::Seek`.
     pub fn all_done(&self) -> bool {
         self.checker.all_done(self)
     }
