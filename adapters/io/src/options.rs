@@ -47,6 +47,7 @@ pub struct ConsumerOptions {
     offset_file: Option<PathBuf>,
     on_event: Option<EventHook>,
     hooks: Vec<Arc<dyn crate::ConsumeHook>>,
+    metrics: bool,
     client_id: Option<ClientId>,
     #[cfg(feature = "tls")]
     tls: Option<crate::Tls>,
@@ -77,6 +78,8 @@ pub struct Prepared {
     pub transport: crate::Transport,
     /// The application's consume hooks, and the batches between their calls.
     pub(crate) hooks: crate::hook::Hooks,
+    /// With `.metrics()`: the held queues' gauges, sampled every second by the loop.
+    pub(crate) queue_metrics: Option<crate::telemetry::QueueMetrics>,
 }
 
 impl Prepared {
@@ -102,6 +105,13 @@ impl Prepared {
         }
         if let Some(hook) = &self.on_event {
             hook(e);
+        }
+    }
+
+    /// With `.metrics()`: publish the held queues' gauges now.
+    pub(crate) fn sample_metrics(&mut self) {
+        if let Some(m) = &mut self.queue_metrics {
+            m.sample(&self.driver.consumer().queue_snapshots());
         }
     }
 
@@ -152,6 +162,7 @@ impl ConsumerOptions {
             offset_file: None,
             on_event: None,
             hooks: Vec::new(),
+            metrics: false,
             client_id: None,
             #[cfg(feature = "tls")]
             tls: None,
@@ -217,6 +228,13 @@ impl ConsumerOptions {
     /// the order registered.
     pub fn hook(mut self, hook: impl crate::ConsumeHook) -> Self {
         self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Publish the consumer's figures through the `metrics` facade (the crate docs' `Metrics`
+    /// table); install a recorder (a Prometheus exporter, say) to read them.
+    pub fn metrics(mut self) -> Self {
+        self.metrics = true;
         self
     }
 
@@ -302,7 +320,13 @@ impl ConsumerOptions {
             None => Vec::new(),
         };
         let consume_threads = cfg.consume_thread_min();
-        let hooks = crate::hook::Hooks::new(self.hooks, cfg.consumer_group().to_owned());
+        let group = cfg.consumer_group();
+        let mut hooks = self.hooks;
+        let queue_metrics = self.metrics.then(|| {
+            hooks.insert(0, Arc::new(crate::telemetry::ConsumeMetrics::new(&group, id.as_str())));
+            crate::telemetry::QueueMetrics::new(&group, id.as_str())
+        });
+        let hooks = crate::hook::Hooks::new(hooks, group);
         let mut driver = Driver::new(Consumer::new(cfg, Instant::now()));
         driver.restore_local_offsets(restored);
         Ok(Prepared {
@@ -313,6 +337,7 @@ impl ConsumerOptions {
             repeats: Repeats::new(LOG_WINDOW),
             transport,
             hooks,
+            queue_metrics,
         })
     }
 }
@@ -413,6 +438,13 @@ macro_rules! forward_options {
         /// and consumption goes on.
         pub fn hook(mut self, hook: impl $crate::ConsumeHook) -> Self {
             self.options = self.options.hook(hook);
+            self
+        }
+        /// Publish the consumer's figures (process time, messages consumed, cached messages and
+        /// bytes, lag) through the `metrics` facade, named as the RocketMQ 5 clients name them;
+        /// install a recorder to read them. Off by default.
+        pub fn metrics(mut self) -> Self {
+            self.options = self.options.metrics();
             self
         }
         /// Use this client id instead of `ip@pid#nanos`.

@@ -34,6 +34,7 @@ use crate::{Failure, Outcome, admin, name_server};
   rmqcat consume -g G -t TopicA --sql 'a > 5' --orderly
   rmqcat consume -g G -t TopicA --broadcast
   rmqcat consume -g G -t TopicA -X pullBatchSize=16 -X consumeTimeout=5     Java's knobs by name
+  rmqcat consume -g G -t TopicA --prometheus 127.0.0.1:0      metrics at the printed address
 
 Without -g it reads like kcat -C: plain pulls from -o (default beginning) on every queue or the
 one -p names, no group membership and nothing committed; -e exits once every queue is caught
@@ -105,6 +106,11 @@ pub(crate) struct Opts {
     /// One JSON object per message.
     #[arg(long)]
     json: bool,
+    /// With -g: serve the consumer's metrics for Prometheus at http://ADDR/metrics
+    /// (rocketmq_process_time, rocketmq_consume_messages_total, rocketmq_consumer_cached_messages
+    /// and _bytes, rocketmq_consumer_lag_messages).
+    #[arg(long, value_name = "ADDR")]
+    prometheus: Option<String>,
     /// With -g: a knob of Java's DefaultMQPushConsumer by its Java name, in Java's units
     /// (`-X pullBatchSize=64 -X consumeTimeout=5`); repeatable, applied after rmqcat's own.
     #[arg(short = 'X', value_name = "KNOB=VALUE")]
@@ -329,6 +335,7 @@ fn read(o: Opts, format: Option<Format>, quiet: bool) -> Outcome {
         ("--broadcast", o.broadcast),
         ("-X", !o.knobs.is_empty()),
         ("--orderly", o.orderly),
+        ("--prometheus", o.prometheus.is_some()),
     ];
     if let Some((flag, _)) = group_only.iter().find(|(_, set)| *set) {
         return Err(Failure::Usage(format!(
@@ -405,6 +412,13 @@ async fn consume(
     if o.orderly {
         b = b.orderly();
     }
+    if let Some(addr) = &o.prometheus {
+        let bound = crate::prometheus::serve(addr)?;
+        if !quiet {
+            say!("rmqcat: metrics for Prometheus at http://{bound}/metrics");
+        }
+        b = b.metrics();
+    }
     if let Some(tls) = crate::tls() {
         b = b.tls(tls);
     }
@@ -429,11 +443,19 @@ async fn consume(
         })?;
     let mut progress = Progress::new("consumed", o.count, quiet);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut ticks = 0u32;
     loop {
         tokio::select! {
             () = &mut stop => break,
             () = shared.done.notified() => break,
             _ = tick.tick() => {
+                ticks += 1;
+                if ticks % 5 == 0 && progress.is_live() {
+                    // The lag from the pull answers, once a second.
+                    let queues = consumer.queues().await;
+                    let lags: Vec<i64> = queues.iter().filter_map(|q| q.lag()).collect();
+                    progress.set_lag((!lags.is_empty()).then(|| lags.iter().sum::<i64>()));
+                }
                 progress.update(shared.printed.load(Ordering::SeqCst));
                 let due = repeats.lock().unwrap_or_else(std::sync::PoisonError::into_inner).due(Instant::now());
                 for (cause, n) in due.into_iter().filter(|_| !quiet) {

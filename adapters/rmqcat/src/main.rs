@@ -31,6 +31,7 @@ mod demo;
 mod format;
 mod produce;
 mod progress;
+mod prometheus;
 mod read;
 mod reset;
 mod time;

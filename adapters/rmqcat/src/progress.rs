@@ -11,6 +11,7 @@ pub(crate) struct Progress {
     started: Instant,
     last: Option<(Instant, u64)>,
     rate: f64,
+    lag: Option<i64>,
 }
 
 impl Progress {
@@ -22,7 +23,18 @@ impl Progress {
             started: Instant::now(),
             last: None,
             rate: 0.0,
+            lag: None,
         }
+    }
+
+    /// True if the line is drawn (a terminal, not `-q`).
+    pub(crate) fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Show this lag (messages stored and not committed) from the next redraw on.
+    pub(crate) fn set_lag(&mut self, lag: Option<i64>) {
+        self.lag = lag;
     }
 
     /// `done` so far; redrawn at most every 100 ms.
@@ -52,7 +64,11 @@ impl Progress {
         } else {
             line.push_str(&thousands(done));
         }
-        line.push_str(&format!("  {} msg/s\x1b[K", thousands(self.rate as u64)));
+        line.push_str(&format!("  {} msg/s", thousands(self.rate as u64)));
+        if let Some(lag) = self.lag {
+            line.push_str(&format!("  lag {}", thousands(lag.max(0) as u64)));
+        }
+        line.push_str("\x1b[K");
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(line.as_bytes());
         let _ = err.flush();

@@ -463,6 +463,87 @@ fn ctrl_c_stops_with_what_was_printed_committed() {
     assert_eq!(committed, 40, "offsets committed on the way out");
 }
 
+/// `GET path` on `addr`: the status line and the body.
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+#[test]
+fn prometheus_serves_the_consumers_figures_while_it_runs() {
+    let s = sim(&[("T", 2)]);
+    let ns = s.name_server().to_owned();
+    let o = run(&["produce", "-n", &ns, "-t", "T", "--count", "30"]);
+    assert!(o.status.success());
+    let mut child = bin()
+        .args(["consume", "-n", &ns, "-g", "G", "-t", "T", "--from", "first", "-f", "%o\n"])
+        .args(["--prometheus", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The address it bound, from its first stderr line.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("rmqcat: metrics for Prometheus at http://")
+        .unwrap()
+        .trim_end_matches("/metrics")
+        .to_owned();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..30 {
+        out.read_line(&mut String::new()).unwrap();
+    }
+    let labels = "topic=\"T\",consumer_group=\"G\"";
+    let consumed = format!("rocketmq_consume_messages_total{{{labels},client_id=");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let (status, body) = http_get(&addr, "/metrics");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        // The gauges are sampled every second; the counter is counted as listeners end.
+        let done = body.lines().any(|l| l.starts_with(&consumed) && l.ends_with(" 30"))
+            && body.lines().any(|l| l.starts_with("rocketmq_consumer_lag_messages{") && l.ends_with(" 0"));
+        if done || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let line = |prefix: &str| body.lines().find(|l| l.starts_with(prefix)).map(str::to_owned);
+    let total = line(&consumed).unwrap_or_else(|| panic!("no consume counter in:\n{body}"));
+    assert!(total.contains("invocation_status=\"success\"") && total.ends_with(" 30"), "{total}");
+    let bucket = line("rocketmq_process_time_bucket{").unwrap_or_else(|| panic!("no histogram in:\n{body}"));
+    assert!(bucket.contains(labels), "{bucket}");
+    let count = line("rocketmq_process_time_count{").unwrap();
+    assert!(count.ends_with(" 30"), "{count}");
+    for gauge in [
+        "rocketmq_consumer_cached_messages{",
+        "rocketmq_consumer_cached_bytes{",
+        "rocketmq_consumer_lag_messages{",
+    ] {
+        let g = line(gauge).unwrap_or_else(|| panic!("no {gauge} in:\n{body}"));
+        assert!(g.contains("topic=\"T\"") && g.ends_with(" 0"), "{g}");
+    }
+    assert_eq!(http_get(&addr, "/").0, "HTTP/1.1 404 Not Found");
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    one_line_error(
+        &run(&["consume", "-n", &ns, "-t", "T", "--prometheus", "127.0.0.1:0"]),
+        2,
+        "--prometheus needs a group",
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let o = run(&["consume", "-n", &ns, "-g", "G", "-t", "T", "--prometheus", &taken, "-c", "1"]);
+    one_line_error(&o, 1, "cannot listen there");
+}
+
 /// The `lost` and `duplicates` figures of a demo summary.
 fn summary(err: &str, field: &str) -> u64 {
     err.lines()

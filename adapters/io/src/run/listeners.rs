@@ -125,7 +125,9 @@ impl Listeners {
         let fut = match &self.listener {
             Listener::Async(f) => {
                 let ctx = ConsumeContext::for_batch(&batch);
-                f(batch.messages, ctx)
+                let span = crate::batch_span(&batch);
+                let fut = span.in_scope(|| f(batch.messages, ctx));
+                Box::pin(tracing::Instrument::instrument(fut, span))
             }
             Listener::Sync(_) => {
                 if let Some(w) = &self.workers {

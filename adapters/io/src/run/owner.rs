@@ -169,6 +169,7 @@ pub(super) async fn run<R: Runtime>(
         }
         if now >= next_log_flush {
             p.flush_log(now);
+            p.sample_metrics();
             next_log_flush = now + Duration::from_secs(1);
         }
     }

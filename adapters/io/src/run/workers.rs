@@ -197,8 +197,9 @@ fn work(shared: &Shared, listener: &SyncListener) {
             s.busy += 1;
             drop(s);
             let id = batch.id;
-            let (result, failed) =
-                guarded(|| listener(batch.messages.clone(), ConsumeContext::for_batch(&batch)));
+            let span = crate::batch_span(&batch);
+            let (result, failed) = span
+                .in_scope(|| guarded(|| listener(batch.messages.clone(), ConsumeContext::for_batch(&batch))));
             drop(batch);
             s = lock(&shared.state);
             s.busy -= 1;
