@@ -465,6 +465,22 @@ impl Client {
     }
 }
 
+/// Message ids as Java's `MessageClientIDSetter` makes them, for this host (the address it
+/// reaches `name_server` from) and process.
+pub(crate) fn id_generator(name_server: &str) -> UniqIdGenerator {
+    let ip = match crate::client_id(&[name_server.to_owned()])
+        .as_str()
+        .split('@')
+        .next()
+        .and_then(|s| s.parse().ok())
+    {
+        Some(std::net::IpAddr::V4(v4)) => v4,
+        _ => std::net::Ipv4Addr::LOCALHOST,
+    };
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    UniqIdGenerator::new(ip, std::process::id(), nanos)
+}
+
 /// A blocking producer: routes from a name server, messages round-robin over the topic's
 /// writable queues, one connection per broker, a `UNIQ_KEY` on every message.
 #[derive(Debug)]
@@ -484,23 +500,13 @@ pub struct Producer {
 impl Producer {
     /// A producer using `name_server`.
     pub fn new(name_server: &str, timeout: Duration) -> Self {
-        let ip = match crate::client_id(&[name_server.to_owned()])
-            .as_str()
-            .split('@')
-            .next()
-            .and_then(|s| s.parse().ok())
-        {
-            Some(std::net::IpAddr::V4(v4)) => v4,
-            _ => std::net::Ipv4Addr::LOCALHOST,
-        };
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         Self {
             name_server: name_server.to_owned(),
             timeout,
             brokers: BTreeMap::new(),
             routes: BTreeMap::new(),
             next: 0,
-            ids: UniqIdGenerator::new(ip, std::process::id(), nanos),
+            ids: id_generator(name_server),
             credentials: None,
             transport: Transport::default(),
             compression: Some(SendCompression::default()),

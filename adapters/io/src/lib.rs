@@ -51,6 +51,7 @@ pub mod sim_server;
 mod telemetry;
 #[cfg(feature = "tls")]
 mod tls;
+mod trace;
 mod transport;
 
 pub use client::{Client, ClientError, Producer};
@@ -67,6 +68,7 @@ pub use options::{
 };
 #[cfg(feature = "tls")]
 pub use tls::{Tls, TlsError};
+pub use trace::DEFAULT_TRACE_TOPIC;
 pub use transport::Transport;
 
 /// The span a listener call runs in (async and blocking listeners alike), so a subscriber shows

@@ -48,6 +48,8 @@ pub struct ConsumerOptions {
     on_event: Option<EventHook>,
     hooks: Vec<Arc<dyn crate::ConsumeHook>>,
     metrics: bool,
+    /// Message trace: the topic (Java's `enableMsgTrace` / `customizedTraceTopic`).
+    trace: Option<String>,
     client_id: Option<ClientId>,
     #[cfg(feature = "tls")]
     tls: Option<crate::Tls>,
@@ -163,6 +165,7 @@ impl ConsumerOptions {
             on_event: None,
             hooks: Vec::new(),
             metrics: false,
+            trace: None,
             client_id: None,
             #[cfg(feature = "tls")]
             tls: None,
@@ -238,6 +241,17 @@ impl ConsumerOptions {
         self
     }
 
+    /// Java's `enableMsgTrace` (default off): SubBefore/SubAfter records of every consumed
+    /// message to `RMQ_SYS_TRACE_TOPIC`, or to `topic` (Java's `customizedTraceTopic`), in
+    /// Java's format, so `mqadmin queryMsgTraceById` shows them. The topic must exist (brokers
+    /// create `RMQ_SYS_TRACE_TOPIC` with `traceTopicEnable=true`); a failing trace is logged and
+    /// never holds consumption up.
+    pub fn enable_msg_trace(mut self, topic: Option<String>) -> Self {
+        self.trace =
+            Some(topic.filter(|t| !t.is_empty()).unwrap_or_else(|| crate::DEFAULT_TRACE_TOPIC.to_owned()));
+        self
+    }
+
     /// Use this client id instead of `ip@pid#nanos`.
     pub fn client_id(mut self, id: ClientId) -> Self {
         self.client_id = Some(id);
@@ -310,6 +324,9 @@ impl ConsumerOptions {
             }
         });
         let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        // The blocking producer of the trace talks to one name server.
+        let name_server_for_trace =
+            name_server.split(';').map(str::trim).find(|s| !s.is_empty()).unwrap_or_default().to_owned();
         let cfg = builder.name_server(name_server).client_id(id.clone()).start_wall_ms(wall).build()?;
         let offset_file = broadcasting.then(|| match self.offset_file {
             Some(p) => OffsetFile::new(p),
@@ -326,6 +343,18 @@ impl ConsumerOptions {
             hooks.insert(0, Arc::new(crate::telemetry::ConsumeMetrics::new(&group, id.as_str())));
             crate::telemetry::QueueMetrics::new(&group, id.as_str())
         });
+        if let Some(topic) = self.trace {
+            let target = crate::trace::TraceTarget {
+                name_server: name_server_for_trace,
+                topic,
+                credentials: cfg.credentials(),
+                transport: transport.clone(),
+            };
+            let ids = crate::client::id_generator(&target.name_server);
+            let hook = crate::trace::TraceHook::start(target, ids)
+                .map_err(|e| StartError::Runtime(format!("message trace thread: {e}")))?;
+            hooks.push(Arc::new(hook));
+        }
         let hooks = crate::hook::Hooks::new(hooks, group);
         let mut driver = Driver::new(Consumer::new(cfg, Instant::now()));
         driver.restore_local_offsets(restored);
@@ -445,6 +474,14 @@ macro_rules! forward_options {
         /// install a recorder to read them. Off by default.
         pub fn metrics(mut self) -> Self {
             self.options = self.options.metrics();
+            self
+        }
+        /// Java's `enableMsgTrace` (default off) and `customizedTraceTopic` (`None`:
+        /// `RMQ_SYS_TRACE_TOPIC`): SubBefore/SubAfter records of every consumed message in
+        /// Java's format, which `mqadmin queryMsgTraceById` shows next to the producer's. The
+        /// topic must exist; a failing trace is logged and never holds consumption up.
+        pub fn enable_msg_trace(mut self, topic: Option<String>) -> Self {
+            self.options = self.options.enable_msg_trace(topic);
             self
         }
         /// Use this client id instead of `ip@pid#nanos`.

@@ -35,6 +35,7 @@ use crate::{Failure, Outcome, admin, name_server};
   rmqcat consume -g G -t TopicA --broadcast
   rmqcat consume -g G -t TopicA -X pullBatchSize=16 -X consumeTimeout=5     Java's knobs by name
   rmqcat consume -g G -t TopicA --prometheus 127.0.0.1:0      metrics at the printed address
+  rmqcat consume -g G -t TopicA --trace -c 1                   trace to RMQ_SYS_TRACE_TOPIC
 
 Without -g it reads like kcat -C: plain pulls from -o (default beginning) on every queue or the
 one -p names, no group membership and nothing committed; -e exits once every queue is caught
@@ -111,6 +112,10 @@ pub(crate) struct Opts {
     /// and _bytes, rocketmq_consumer_lag_messages).
     #[arg(long, value_name = "ADDR")]
     prometheus: Option<String>,
+    /// With -g: message trace as Java's enableMsgTrace writes it, to RMQ_SYS_TRACE_TOPIC or the
+    /// topic given (customizedTraceTopic); `mqadmin queryMsgTraceById` shows it.
+    #[arg(long, value_name = "TOPIC", num_args = 0..=1, default_missing_value = "")]
+    trace: Option<String>,
     /// With -g: a knob of Java's DefaultMQPushConsumer by its Java name, in Java's units
     /// (`-X pullBatchSize=64 -X consumeTimeout=5`); repeatable, applied after rmqcat's own.
     #[arg(short = 'X', value_name = "KNOB=VALUE")]
@@ -336,6 +341,7 @@ fn read(o: Opts, format: Option<Format>, quiet: bool) -> Outcome {
         ("-X", !o.knobs.is_empty()),
         ("--orderly", o.orderly),
         ("--prometheus", o.prometheus.is_some()),
+        ("--trace", o.trace.is_some()),
     ];
     if let Some((flag, _)) = group_only.iter().find(|(_, set)| *set) {
         return Err(Failure::Usage(format!(
@@ -418,6 +424,13 @@ async fn consume(
             say!("rmqcat: metrics for Prometheus at http://{bound}/metrics");
         }
         b = b.metrics();
+    }
+    if let Some(topic) = &o.trace {
+        if !quiet {
+            crate::trace_log::install();
+        }
+        // As given: Java does not put the trace topic in the namespace either.
+        b = b.enable_msg_trace(Some(topic.clone()).filter(|t| !t.is_empty()));
     }
     if let Some(tls) = crate::tls() {
         b = b.tls(tls);

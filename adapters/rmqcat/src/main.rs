@@ -35,6 +35,7 @@ mod prometheus;
 mod read;
 mod reset;
 mod time;
+mod trace_log;
 
 use std::process::ExitCode;
 use std::sync::OnceLock;

@@ -544,6 +544,35 @@ fn prometheus_serves_the_consumers_figures_while_it_runs() {
     one_line_error(&o, 1, "cannot listen there");
 }
 
+#[test]
+fn a_trace_topic_that_does_not_exist_is_reported_and_consumption_goes_on() {
+    let s = sim(&[("T", 2)]);
+    let ns = s.name_server().to_owned();
+    let o = run(&["produce", "-n", &ns, "-t", "T", "--count", "10"]);
+    assert!(o.status.success());
+    let o = run(&[
+        "consume",
+        "-n",
+        &ns,
+        "-g",
+        "G",
+        "-t",
+        "T",
+        "--from",
+        "first",
+        "-c",
+        "10",
+        "--trace",
+        "NoSuchTrace",
+    ]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(text(&o.stdout).lines().count(), 10, "{err}");
+    assert!(err.contains("message trace not sent") && err.contains("NoSuchTrace"), "{err}");
+    let committed: i64 = (0..2).filter_map(|q| s.committed_offset(0, "G", "T", q)).sum();
+    assert_eq!(committed, 10);
+}
+
 /// The `lost` and `duplicates` figures of a demo summary.
 fn summary(err: &str, field: &str) -> u64 {
     err.lines()

@@ -85,7 +85,14 @@ fn spawn(cmd: &str, dir: &Path, ns: &str) -> Child {
 #[test]
 fn every_help_example_runs_against_the_simulator() {
     // TBW102: what a broker with autoCreateTopicEnable offers, for `produce --create`.
-    let topics = [("T", 4), ("TopicA", 4), ("Bench", 8), ("%RETRY%my_group", 1), ("TBW102", 8)];
+    let topics = [
+        ("T", 4),
+        ("TopicA", 4),
+        ("Bench", 8),
+        ("%RETRY%my_group", 1),
+        ("TBW102", 8),
+        ("RMQ_SYS_TRACE_TOPIC", 1),
+    ];
     let s = SimServer::start(&[("broker-a", &topics)], SimBrokerConfig::default()).unwrap();
     let ns = s.name_server().to_owned();
     let dir = workdir();

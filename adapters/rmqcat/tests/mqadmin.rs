@@ -136,3 +136,77 @@ fn consumer_status_and_progress_show_a_running_consumer() {
     assert!(diff_total > 0, "the blocked consumer is behind: {progress}");
     assert!(progress.contains(&format!("Diff Total: {diff_total}\n")), "{progress}");
 }
+
+/// Message trace: the real Java producer traces six messages (enableMsgTrace), `rmqcat consume
+/// --trace` consumes them, and the real `mqadmin queryMsgTraceById` shows our SubAfter for a
+/// message next to the Java producer's Pub: our records are in Java's format, found by the
+/// message id.
+#[test]
+fn query_msg_trace_by_id_shows_our_consumption_next_to_the_java_producers_send() {
+    let Some(ns) = real_name_server() else { return };
+    let broker = std::env::var("BROKER_ADDR").unwrap_or_else(|_| "127.0.0.1:10911".into());
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let (topic, group) = (format!("rmqcat_trace_{stamp}"), format!("rmqcat_trace_g_{stamp}"));
+    // A customized trace topic (customizedTraceTopic): brokers refuse to create
+    // RMQ_SYS_TRACE_TOPIC on request, and the test broker does not run with traceTopicEnable.
+    let trace_topic = format!("rmqcat_trace_data_{stamp}");
+    let mut admin = rocketmq_push_io::Client::connect(&broker, Duration::from_secs(5)).unwrap();
+    admin.create_topic(&topic, 4).unwrap();
+    admin.create_topic(&trace_topic, 1).unwrap();
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let manifest = std::env::temp_dir().join(format!("rmqcat-trace-{stamp}.jsonl"));
+    let o = Command::new("bash")
+        .arg(repo.join("scripts/java-producer.sh"))
+        .args([ns.as_str(), topic.as_str()])
+        .arg(&manifest)
+        .env("RMQ_JAVA_OPTS", format!("-Drmqtest.trace=true -Drmqtest.traceTopic={trace_topic}"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "java producer: {}", String::from_utf8_lossy(&o.stderr));
+    let lines = std::fs::read_to_string(&manifest).unwrap();
+    let _ = std::fs::remove_file(&manifest);
+    let first = rocketmq_push_core::json::Value::parse(lines.lines().next().unwrap().as_bytes()).unwrap();
+    let msg_id = first.get("msgId").and_then(rocketmq_push_core::json::Value::as_str).unwrap().to_owned();
+
+    let o = bin()
+        .args([
+            "consume",
+            "-n",
+            &ns,
+            "-g",
+            &group,
+            "-t",
+            &topic,
+            "--from",
+            "first",
+            "-c",
+            "6",
+            "-q",
+            "--trace",
+            &trace_topic,
+        ])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // The broker indexes the trace messages' keys a moment after storing them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let out = loop {
+        let (_, out) = mqadmin(&["queryMsgTraceById", "-i", &msg_id, "-t", &trace_topic]);
+        let sub = out.lines().any(|l| l.starts_with("Sub ") && l.contains(&group));
+        let pubbed = out.lines().any(|l| l.starts_with("Pub "));
+        if sub && pubbed {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "no Sub and Pub rows for {msg_id}: {out}");
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let sub = out.lines().find(|l| l.starts_with("Sub ") && l.contains(&group)).unwrap();
+    let f: Vec<&str> = sub.split_whitespace().collect();
+    // Sub GROUP CLIENT_HOST yyyy-MM-dd HH:mm:ss COSTms STATUS
+    assert_eq!((f[1], f.last().copied()), (group.as_str(), Some("success")), "{out}");
+    assert!(f[f.len() - 2].ends_with("ms"), "{out}");
+    let pub_row = out.lines().find(|l| l.starts_with("Pub ")).unwrap();
+    assert!(pub_row.contains("rmq_rust_test_producer"), "{out}");
+}

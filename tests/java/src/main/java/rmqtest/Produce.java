@@ -38,7 +38,9 @@ import org.apache.rocketmq.remoting.protocol.NamespaceUtil;
  * usage: Produce NAMESRV TOPIC MANIFEST [ZLIB|LZ4|ZSTD]
  * </pre>
  *
- * With {@code -Drmqtest.namespace=NS} the producer has that namespace ({@code setNamespace}).
+ * With {@code -Drmqtest.namespace=NS} the producer has that namespace ({@code setNamespace}); with
+ * {@code -Drmqtest.trace=true} it traces its sends (enableMsgTrace) to RMQ_SYS_TRACE_TOPIC, or to
+ * {@code -Drmqtest.traceTopic=T} (customizedTraceTopic).
  *
  * Messages (all on queue 0, in this order):
  * <ol>
@@ -171,7 +173,10 @@ public final class Produce {
                 .prop("idx", Integer.toString(i)));
         }
 
-        DefaultMQProducer producer = new DefaultMQProducer(GROUP);
+        // -Drmqtest.trace=true: Java's message trace (enableMsgTrace), its Pub records to
+        // RMQ_SYS_TRACE_TOPIC or -Drmqtest.traceTopic (customizedTraceTopic), flushed by shutdown().
+        DefaultMQProducer producer = new DefaultMQProducer(
+            GROUP, Boolean.getBoolean("rmqtest.trace"), System.getProperty("rmqtest.traceTopic"));
         producer.setNamesrvAddr(namesrv); // explicit: never the HTTP name-server lookup
         // -Drmqtest.namespace=NS: Java's namespace (TOPIC travels as NS%TOPIC).
         String namespace = System.getProperty("rmqtest.namespace", "");
