@@ -83,10 +83,12 @@
 //! - **Nothing is committed past unfinished work.** A queue's committable offset is its
 //!   [watermark](process_queue::ProcessQueue::watermark): the lowest offset pulled and not finished,
 //!   or the next offset to pull when nothing is held. A message is finished when user code
-//!   succeeded on it, or the broker accepted it back for retry.
+//!   succeeded on it, or the broker accepted it back for retry. The one exception is asked for:
+//!   a [`Command::Seek`] forward skips what lies before its target.
 //! - **A consumer's commits for a queue never go down** while it holds the queue (out-of-order
 //!   completions cannot pull them back), except when the broker moves the queue (OFFSET_MOVED,
-//!   an admin reset), which is reported as [`Event::OffsetMoved`].
+//!   an admin reset), reported as [`Event::OffsetMoved`], or the application does
+//!   ([`Command::Seek`], reported as [`Event::Seeked`]).
 //! - **Caches are bounded**: a queue is not pulled while it holds more than
 //!   `pullThresholdForQueue` messages or `pullThresholdSizeForQueue` MiB, or while its span —
 //!   highest offset pulled minus the watermark — exceeds `consumeConcurrentlyMaxSpan`; and a pull
