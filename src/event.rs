@@ -213,8 +213,9 @@ pub enum Command {
     /// selector: the answer to a pull already out is set aside (its messages are pulled again on
     /// resume), so nothing pulled after this command reaches a listener. What was pulled before
     /// is still consumed — batches with user code or waiting for a listener slot, an orderly
-    /// queue's cache — and orderly locks are kept. Queues assigned later are paused too. Java's push consumer can only suspend everything; its lite pull consumer pauses
-    /// queues (`pause(Collection<MessageQueue>)`).
+    /// queue's cache — and orderly locks are kept. Queues assigned later are paused too. A topic
+    /// not subscribed is refused. Java's push consumer can only suspend everything; its lite
+    /// pull consumer pauses queues (`pause(Collection<MessageQueue>)`).
     PauseQueues(QueueSelector),
     /// Undo the [`Command::PauseQueues`] with this selector. A queue pulls again when no pause
     /// selects it (pausing a topic and one of its queues takes both resumes for that queue).

@@ -107,3 +107,22 @@ fn a_paused_orderly_queue_keeps_its_lock() {
         sim.consumed().iter().filter(|m| m.queue.queue_id == 0).map(|m| m.offset).collect();
     assert_eq!(offsets, (0..10).collect::<Vec<_>>(), "in order, once");
 }
+
+#[test]
+fn pausing_a_topic_not_subscribed_is_refused_and_changes_nothing() {
+    let mut sim = Sim::builder(64).broker("broker-a", &[("T", 2), ("U", 1)]).build();
+    let c = sim.add_consumer(
+        sim.config("G").subscribe("T", "*").consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
+    sim.run_for(Duration::from_secs(2));
+    for selector in
+        [QueueSelector::Topic("U".into()), QueueSelector::Queue(MessageQueue::new("U", "broker-a", 0))]
+    {
+        let r = sim.try_command(c, Command::PauseQueues(selector.clone()));
+        assert!(matches!(r, Err(rocketmq_push_core::UsageError::InvalidCommand(_))), "{selector:?}: {r:?}");
+    }
+    assert!(!sim.events(c).iter().any(|e| matches!(e, rocketmq_push_core::Event::QueuesPaused { .. })));
+    sim.produce("T", 10);
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(per_queue(&sim).0.values().sum::<usize>(), 10, "the subscribed topic flows");
+}

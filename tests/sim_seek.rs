@@ -211,3 +211,30 @@ fn a_lookup_the_broker_never_answers_fails_the_seek_and_moves_nothing() {
     assert!(seeked(&sim, c).is_empty());
     assert_eq!(sim.consumed().len(), 10, "nothing replayed");
 }
+
+#[test]
+fn a_broadcasting_member_seeks_its_own_local_offsets() {
+    let mut sim = Sim::builder(79).broker("broker-a", &[("T", 2)]).build();
+    let cfg = |g: &str| {
+        sim.config(g)
+            .subscribe("T", "*")
+            .message_model(rocketmq_push_core::MessageModel::Broadcasting)
+            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+    };
+    let (a, b) = (cfg("G"), cfg("G"));
+    let a = sim.add_consumer(a);
+    let b = sim.add_consumer(b);
+    sim.produce("T", 20);
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(sim.consumed().len(), 40, "each member gets everything");
+    let before = sim.consumed().len();
+    seek(&mut sim, a, QueueSelector::Queue(q(0)), SeekTo::Offset(6)).unwrap();
+    sim.run_for(Duration::from_secs(10));
+    let again: Vec<(usize, i64)> = sim.consumed()[before..].iter().map(|m| (m.consumer, m.offset)).collect();
+    assert_eq!(
+        again,
+        (6..10).map(|o| (a, o)).collect::<Vec<_>>(),
+        "only the member that sought, only its queue"
+    );
+    assert!(seeked(&sim, b).is_empty());
+}

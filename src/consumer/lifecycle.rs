@@ -11,7 +11,7 @@ use super::offsets::Persist;
 use super::queues::Phase;
 use super::requests::{Failure, PendingKind};
 use crate::error::UsageError;
-use crate::event::{Command, Event, PeerAddr, Request};
+use crate::event::{Command, Event, PeerAddr, QueueSelector, Request};
 use crate::producer::retry_topic;
 use crate::protocol::ExpressionType;
 use crate::protocol::RemotingCommand;
@@ -77,6 +77,13 @@ impl Consumer {
                 Ok(())
             }
             Command::PauseQueues(selector) => {
+                let topic = match &selector {
+                    QueueSelector::Topic(t) => t.as_str(),
+                    QueueSelector::Queue(q) => &*q.topic,
+                };
+                if !self.subs.contains_key(&self.ns.wrap(topic)) {
+                    return Err(UsageError::InvalidCommand("not subscribed to that topic"));
+                }
                 if !self.paused_queues.contains(&selector) {
                     self.paused_queues.push(selector.clone());
                 }

@@ -515,7 +515,8 @@ macro_rules! consumer_commands {
         /// Stop pulling every queue of `topic` (queues assigned later too) until
         /// [`resume_topic`](Self::resume_topic). The answer to a pull already out is set aside
         /// and pulled again on resume, so only what was pulled before the pause still reaches
-        /// the listener (batches with it or waiting for it); orderly locks are kept.
+        /// the listener (batches with it or waiting for it); orderly locks are kept. A topic not
+        /// subscribed is refused (logged as a refused command).
         pub fn pause_topic(&self, topic: impl Into<String>) {
             self.command($crate::__core::Command::PauseQueues($crate::__core::QueueSelector::Topic(
                 topic.into(),
