@@ -310,27 +310,23 @@ impl Client {
 
     /// A queue's max offset.
     pub fn max_offset(&mut self, queue: &MessageQueue) -> Result<i64, ClientError> {
+        Ok(self.max_offset_answer(queue)?.header::<OffsetResponseHeader>()?.offset)
+    }
+
+    fn max_offset_answer(&mut self, queue: &MessageQueue) -> Result<RemotingCommand, ClientError> {
         let header = GetMaxOffsetRequestHeader {
             topic: queue.topic.to_string(),
             queue_id: queue.queue_id,
             committed: Some(true),
             bname: Some(queue.broker_name.to_string()),
         };
-        let r = ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)?;
-        Ok(r.header::<OffsetResponseHeader>()?.offset)
+        ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)
     }
 
     /// The version a broker states in its answers (an `MQVersion.Version` ordinal: 413 is
     /// 5.0.0), from a GET_MAX_OFFSET of `queue`.
     pub fn broker_version(&mut self, queue: &MessageQueue) -> Result<i32, ClientError> {
-        let header = GetMaxOffsetRequestHeader {
-            topic: queue.topic.to_string(),
-            queue_id: queue.queue_id,
-            committed: Some(true),
-            bname: Some(queue.broker_name.to_string()),
-        };
-        let r = ok(self.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header))?)?;
-        Ok(r.version)
+        Ok(self.max_offset_answer(queue)?.version)
     }
 
     /// INVOKE_BROKER_TO_RESET_OFFSET: the broker resets `header.group`'s offsets of

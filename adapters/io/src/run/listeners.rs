@@ -69,7 +69,8 @@ impl Wake for SlotWaker {
 
 struct Call {
     batch: BatchId,
-    fut: BoxFuture,
+    // The listener's own box, in its batch's span: no second allocation per call.
+    fut: tracing::instrument::Instrumented<BoxFuture>,
 }
 
 /// The listener calls in progress.
@@ -127,7 +128,7 @@ impl Listeners {
                 let ctx = ConsumeContext::for_batch(&batch);
                 let span = crate::batch_span(&batch);
                 let fut = span.in_scope(|| f(batch.messages, ctx));
-                Box::pin(tracing::Instrument::instrument(fut, span))
+                tracing::Instrument::instrument(fut, span)
             }
             Listener::Sync(_) => {
                 if let Some(w) = &self.workers {
@@ -206,7 +207,7 @@ impl Listeners {
     fn poll_slot(&mut self, slot: usize, done: &mut Vec<Finished>) {
         let Some(call) = self.calls[slot].as_mut() else { return };
         let mut cx = Context::from_waker(&self.wakers[slot]);
-        let polled = catch_unwind(AssertUnwindSafe(|| call.fut.as_mut().poll(&mut cx)));
+        let polled = catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(&mut call.fut).poll(&mut cx)));
         let ended = match polled {
             Ok(Poll::Pending) => return,
             Ok(Poll::Ready(answer)) => Ok(answer),
