@@ -127,7 +127,9 @@ impl Properties {
     /// From wire bytes. Invalid UTF-8 is replaced (as Java's decoder does), which costs a copy only
     /// in that case.
     pub fn from_wire(raw: Bytes) -> Self {
-        if std::str::from_utf8(&raw).is_ok() {
+        // Nearly always ASCII, checked a word at a time, cheaper than UTF-8 validation's state
+        // machine on short text.
+        if raw.is_ascii() || std::str::from_utf8(&raw).is_ok() {
             Self { raw }
         } else {
             Self { raw: Bytes::from(String::from_utf8_lossy(&raw).into_owned()) }
@@ -182,24 +184,32 @@ impl Properties {
 
     /// The value of `key`; the last one wins when repeated (Java fills a HashMap), and a piece
     /// with an empty value does not count (Java's filter). The pieces are walked from the end,
-    /// their separators found with SIMD (`memchr`), and a piece is looked at only where it
-    /// starts with `key` and `\x01`.
+    /// their separators found a word at a time ([`last_separator`]), and a piece is looked at
+    /// only where it starts with `key` and `\x01`.
     pub fn get(&self, key: &str) -> Option<&str> {
         let (raw, key) = (&self.raw[..], key.as_bytes());
         // A name never holds the separators (the name ends at the first `\x01`).
-        if key.is_empty() || key.iter().any(|b| *b == 1 || *b == 2) {
+        let Some(&first) = key.first() else { return None };
+        if key.iter().any(|b| *b == 1 || *b == 2) {
             return None;
         }
         let mut end = raw.len();
-        let starts = memchr::memrchr_iter(2, raw).map(|at| at + 1).chain(std::iter::once(0));
-        for start in starts {
+        loop {
+            let start = last_separator(&raw[..end]).map_or(0, |at| at + 1);
             let piece = &raw[start..end];
-            end = start.saturating_sub(1);
-            if piece.len() > key.len() + 1 && piece[key.len()] == 1 && piece.starts_with(key) {
+            // The first byte rules out most pieces before a full comparison.
+            if piece.len() > key.len() + 1
+                && piece[0] == first
+                && piece[key.len()] == 1
+                && piece.starts_with(key)
+            {
                 return Some(text(&piece[key.len() + 1..]));
             }
+            if start == 0 {
+                return None;
+            }
+            end = start - 1;
         }
-        None
     }
 
     /// A copy with `key` set to `value` (replacing earlier values).
@@ -234,6 +244,24 @@ impl Properties {
     pub fn user(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
         self.distinct().into_iter().filter(|(k, _)| !is_system_key(k))
     }
+}
+
+/// The position of the last `\x02` in `b`. Pieces are short (tens of bytes): a word at a time,
+/// inline, costs no more than a call into a SIMD search that first sets itself up.
+fn last_separator(b: &[u8]) -> Option<usize> {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut end = b.len();
+    while end >= 8 {
+        let word = u64::from_le_bytes(b[end - 8..end].try_into().unwrap_or([0; 8])) ^ 0x0202_0202_0202_0202;
+        // The high bit set in each byte that is zero, exactly (no borrow between bytes, unlike
+        // the shorter has-zero trick, whose false hits above a real one would be found first).
+        let zero = !(((word & LOW7) + LOW7) | word | LOW7);
+        if zero != 0 {
+            return Some(end - 8 + (63 - zero.leading_zeros() as usize) / 8);
+        }
+        end -= 8;
+    }
+    b[..end].iter().rposition(|x| *x == 2)
 }
 
 /// A piece of properties as text. The whole was valid UTF-8 when built, and pieces are cut at
@@ -301,6 +329,21 @@ mod tests {
             for name in ["TAG", "TAGS", "TAGSS", "K", "A", "UNIQ_KEY", "", "T", "\u{1}", "K\u{1}v"] {
                 let want = p.iter().filter(|(k, _)| *k == name).last().map(|(_, v)| v);
                 assert_eq!(p.get(name), want, "{name:?} in {wire:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `get` (a word-at-a-time walk from the end) agrees with the pairs in wire order, for any
+        /// text around the separators and any placement of them against word boundaries.
+        #[test]
+        fn get_agrees_with_the_pairs_on_any_wire(
+            wire in proptest::collection::vec(proptest::sample::select(&["\u{1}", "\u{2}", "A", "AB", "K", "\u{3}", "\u{0}", "\u{82}", "é", "\u{7f}"][..]), 0..80),
+        ) {
+            let p = Properties::from_wire(Bytes::from(wire.concat()));
+            for name in ["A", "AB", "K", "A\u{82}", "é", "\u{3}"] {
+                let want = p.iter().filter(|(k, _)| *k == name).last().map(|(_, v)| v);
+                proptest::prop_assert_eq!(p.get(name), want, "{:?}", name);
             }
         }
     }
