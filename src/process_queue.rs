@@ -66,17 +66,23 @@ struct Slot {
 }
 
 impl Chunks {
-    /// A number for `chunk`, counting one more entry in it: the last one's if it is the same
+    /// A number for `chunk`, counting `n` more entries in it: the last one's if it is the same
     /// chunk (the entries of one pull arrive together).
-    fn add(&mut self, chunk: &Chunk) -> u32 {
+    fn add(&mut self, chunk: &Chunk, n: u32) -> u32 {
         if let Some(last) = self.slots.back_mut()
             && last.chunk.as_ref().is_some_and(|c| Arc::ptr_eq(c, chunk))
         {
-            last.refs += 1;
+            last.refs += n;
             return self.first.wrapping_add(self.slots.len() as u32 - 1);
         }
-        self.slots.push_back(Slot { chunk: Some(chunk.clone()), refs: 1 });
+        self.slots.push_back(Slot { chunk: Some(chunk.clone()), refs: n });
         self.first.wrapping_add(self.slots.len() as u32 - 1)
+    }
+
+    /// The number [`add`](Self::add) would give `chunk` now.
+    fn number_for(&self, chunk: &Chunk) -> u32 {
+        let same = self.slots.back().is_some_and(|s| s.chunk.as_ref().is_some_and(|c| Arc::ptr_eq(c, chunk)));
+        self.first.wrapping_add(self.slots.len() as u32 - u32::from(same))
     }
 
     fn get(&self, id: u32) -> &Chunk {
@@ -85,6 +91,7 @@ impl Chunks {
     }
 
     /// One entry fewer in chunk `id`.
+    #[inline(always)]
     fn release(&mut self, id: u32) {
         let slot = &mut self.slots[id.wrapping_sub(self.first) as usize];
         slot.refs -= 1;
@@ -166,7 +173,7 @@ impl HeldMut<'_> {
     /// they can be handed out again as one batch.
     pub fn rechunk(&mut self, chunk: &Chunk, index: u32) {
         let old = self.entry.chunk;
-        self.entry.chunk = self.chunks.add(chunk);
+        self.entry.chunk = self.chunks.add(chunk, 1);
         self.entry.index = index;
         self.chunks.release(old);
     }
@@ -193,9 +200,39 @@ impl ProcessQueue {
     /// arrive in order; anything else is a duplicate). Returns whether it was inserted.
     pub fn put(&mut self, chunk: &Chunk, index: usize, state: EntryState) -> bool {
         let Some(msg) = chunk.get(index) else { return false };
+        let Some(entry) = self.entry(msg, self.chunks.number_for(chunk), index, state) else { return false };
+        self.chunks.add(chunk, 1);
+        self.entries.push_back(entry);
+        true
+    }
+
+    /// Insert a whole pull, in order, skipping each message whose offset is not above everything
+    /// inserted before it (a duplicate, or a broker answer out of order); `inserted` hears each
+    /// offset taken. One table slot and one reference count for the lot. Returns how many.
+    pub fn put_all(&mut self, chunk: &Chunk, state: EntryState, mut inserted: impl FnMut(i64)) -> usize {
+        let number = self.chunks.number_for(chunk);
+        self.entries.reserve(chunk.len());
+        let mut n = 0;
+        for (index, msg) in chunk.iter().enumerate() {
+            if let Some(entry) = self.entry(msg, number, index, state) {
+                inserted(entry.offset);
+                self.entries.push_back(entry);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            // A pull is far under 2³² messages (a frame is under 2 GiB).
+            self.chunks.add(chunk, u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        n
+    }
+
+    /// The entry for `msg` at `chunk[index]`, counted as live, if its offset is new.
+    #[inline]
+    fn entry(&mut self, msg: &MessageExt, chunk: u32, index: usize, state: EntryState) -> Option<Entry> {
         let offset = msg.queue_offset;
         if offset <= self.max_offset {
-            return false;
+            return None;
         }
         // A frame is under 2 GiB, so neither fits a u32 only in theory; saturate rather than wrap.
         let size = u32::try_from(msg.body.len()).unwrap_or(u32::MAX);
@@ -203,9 +240,7 @@ impl ProcessQueue {
         self.max_offset = offset;
         self.live += 1;
         self.bytes += size as usize;
-        let chunk = self.chunks.add(chunk);
-        self.entries.push_back(Entry { offset, chunk, index, size, state });
-        true
+        Some(Entry { offset, chunk, index, size, state })
     }
 
     fn index(&self, offset: i64) -> Option<usize> {
@@ -235,8 +270,7 @@ impl ProcessQueue {
     /// Finish the message at `offset`. Returns false if it was not held (already finished, or
     /// never inserted).
     pub fn remove(&mut self, offset: i64) -> bool {
-        let Some(i) = self.index(offset) else { return false };
-        let e = &mut self.entries[i];
+        let Some(e) = self.index(offset).and_then(|i| self.entries.get_mut(i)) else { return false };
         if e.state == EntryState::Removed {
             return false;
         }

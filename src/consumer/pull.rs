@@ -319,11 +319,7 @@ impl Consumer {
         q.next_offset = next;
         q.suggest_broker_id = h.suggest_which_broker_id;
         let chunk = std::sync::Arc::new(msgs);
-        for (i, m) in chunk.iter().enumerate() {
-            if q.pq.put(&chunk, i, state) {
-                fresh.push(m.queue_offset);
-            }
-        }
+        q.pq.put_all(&chunk, state, |offset| fresh.push(offset));
         self.stats.pulled += fresh.len() as u64;
         // Java's PULL_RT and PULL_TPS: only answers that found messages count.
         let (slot, sent_ms) = (q.stats_slot, q.last_pull_ms);
