@@ -179,6 +179,7 @@ impl Cursor<'_> {
     }
 }
 
+#[inline(always)]
 fn decode_record(
     buf: &Bytes,
     start: usize,
