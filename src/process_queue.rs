@@ -3,7 +3,7 @@
 //! It is the only place that decides what may be committed: the **watermark** is the lowest
 //! offset still held, or — when nothing is held — the next offset to pull (everything before it
 //! was consumed or filtered out). Offsets arrive in increasing order (one pull at a time per
-//! queue), so entries live in a `VecDeque` sorted by offset: insert is a push, finishing a message
+//! queue), so entries live in a `Vec` sorted by offset: insert is a push, finishing a message
 //! is a direct index (or a binary search past a filter's gaps), and the watermark is the front.
 //! Finished entries in the middle become tombstones until they reach the front.
 //!
@@ -182,7 +182,10 @@ impl HeldMut<'_> {
 /// Per-queue cache. Counts and sizes cover live (not removed) entries only.
 #[derive(Debug, Default)]
 pub struct ProcessQueue {
-    entries: VecDeque<Entry>,
+    /// Entries by offset; `entries[head..]` are held (a `Vec` with a moving front indexes
+    /// without `VecDeque`'s wrap-around arithmetic; the front is compacted away now and then).
+    entries: Vec<Entry>,
+    head: usize,
     chunks: Chunks,
     live: usize,
     bytes: usize,
@@ -202,8 +205,20 @@ impl ProcessQueue {
         let Some(msg) = chunk.get(index) else { return false };
         let Some(entry) = self.entry(msg, self.chunks.number_for(chunk), index, state) else { return false };
         self.chunks.add(chunk, 1);
-        self.entries.push_back(entry);
+        self.compact();
+        self.entries.push(entry);
         true
+    }
+
+    /// Drop the finished front before adding, once it is at least half of the `Vec`: each entry
+    /// is moved at most once per doubling, and the `Vec` grows only while at least half of it is
+    /// held.
+    #[inline]
+    fn compact(&mut self) {
+        if self.head > 0 && self.head * 2 >= self.entries.len() {
+            self.entries.drain(..self.head);
+            self.head = 0;
+        }
     }
 
     /// Insert a whole pull, in order, skipping each message whose offset is not above everything
@@ -211,12 +226,13 @@ impl ProcessQueue {
     /// offset taken. One table slot and one reference count for the lot. Returns how many.
     pub fn put_all(&mut self, chunk: &Chunk, state: EntryState, mut inserted: impl FnMut(i64)) -> usize {
         let number = self.chunks.number_for(chunk);
+        self.compact();
         self.entries.reserve(chunk.len());
         let mut n = 0;
         for (index, msg) in chunk.iter().enumerate() {
             if let Some(entry) = self.entry(msg, number, index, state) {
                 inserted(entry.offset);
-                self.entries.push_back(entry);
+                self.entries.push(entry);
                 n += 1;
             }
         }
@@ -243,15 +259,17 @@ impl ProcessQueue {
         Some(Entry { offset, chunk, index, size, state })
     }
 
+    #[inline]
     fn index(&self, offset: i64) -> Option<usize> {
         // Offsets are nearly contiguous (gaps only where a filter dropped messages): try the
         // direct position first, then search.
-        let front = self.entries.front()?.offset;
+        let held = &self.entries[self.head..];
+        let front = held.first()?.offset;
         let guess = usize::try_from(offset.checked_sub(front)?).ok()?;
-        if self.entries.get(guess).is_some_and(|e| e.offset == offset) {
-            return Some(guess);
+        if held.get(guess).is_some_and(|e| e.offset == offset) {
+            return Some(self.head + guess);
         }
-        self.entries.binary_search_by_key(&offset, |e| e.offset).ok()
+        held.binary_search_by_key(&offset, |e| e.offset).ok().map(|i| self.head + i)
     }
 
     /// The live entry at `offset`.
@@ -279,8 +297,12 @@ impl ProcessQueue {
         self.bytes -= e.size as usize;
         // A tombstone needs no message: its chunk may go now.
         self.chunks.release(e.chunk);
-        while self.entries.front().is_some_and(|e| e.state == EntryState::Removed) {
-            self.entries.pop_front();
+        while self.entries.get(self.head).is_some_and(|e| e.state == EntryState::Removed) {
+            self.head += 1;
+        }
+        if self.head == self.entries.len() {
+            self.entries.clear();
+            self.head = 0;
         }
         true
     }
@@ -288,16 +310,23 @@ impl ProcessQueue {
     /// The first `max` offsets waiting to be handed out, lowest first (orderly consumption
     /// takes them from the front; entries being sent back are skipped).
     pub fn ready(&self, max: usize) -> smallvec::SmallVec<[i64; 8]> {
-        self.entries.iter().filter(|e| e.state == EntryState::Ready).take(max).map(|e| e.offset).collect()
+        self.entries[self.head..]
+            .iter()
+            .filter(|e| e.state == EntryState::Ready)
+            .take(max)
+            .map(|e| e.offset)
+            .collect()
     }
 
     /// Lowest live offset.
+    #[inline]
     pub fn first_live(&self) -> Option<i64> {
         // The front is never a tombstone.
-        self.entries.front().map(|e| e.offset)
+        self.entries.get(self.head).map(|e| e.offset)
     }
 
     /// What may be committed: the lowest live offset, else `next_offset`.
+    #[inline]
     pub fn watermark(&self, next_offset: i64) -> i64 {
         self.first_live().unwrap_or(next_offset)
     }
@@ -422,6 +451,37 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_pull_is_put_once_in_offset_order() {
+        let mut pq = ProcessQueue::new();
+        // A broker answer out of order: 4 comes after 6 and is not above what was put.
+        let c: Chunk = Arc::new(
+            [5, 6, 4, 7]
+                .map(|o| {
+                    let mut m = MessageExt::new("T", vec![0u8; 10]);
+                    m.queue_offset = o;
+                    m
+                })
+                .to_vec(),
+        );
+        let mut taken = Vec::new();
+        assert_eq!(pq.put_all(&c, EntryState::InFlight, |o| taken.push(o)), 3);
+        assert_eq!(taken, [5, 6, 7]);
+        assert_eq!((pq.count(), pq.bytes(), pq.max_offset(), Arc::strong_count(&c)), (3, 30, 7, 2));
+        assert_eq!(pq.put_all(&c, EntryState::InFlight, |_| panic!("a duplicate was taken")), 0);
+        assert_eq!((pq.count(), pq.chunks_held(), Arc::strong_count(&c)), (3, 1, 2));
+        assert_eq!(pq.get(7).map(|e| e.msg().queue_offset), Some(7), "the entry names its index");
+        for o in [7, 5, 6] {
+            assert!(pq.remove(o));
+        }
+        assert_eq!((pq.count(), pq.chunks_held(), Arc::strong_count(&c)), (0, 0, 1));
+        // A new pull after the queue emptied and compacted still finds its entries.
+        let d = pull(8, 40);
+        assert_eq!(pq.put_all(&d, EntryState::Ready, |_| {}), 40);
+        assert_eq!(pq.ready(2).as_slice(), &[8, 9]);
+        assert_eq!((pq.watermark(48), pq.span()), (8, 39));
+    }
+
+    #[test]
     fn chunk_numbers_wrap_around() {
         let mut pq = ProcessQueue::new();
         pq.chunks.first = u32::MAX - 2;
@@ -444,6 +504,33 @@ mod tests {
     }
 
     proptest! {
+        /// Pulls and finishes interleaved (so the front is compacted while entries are held): the
+        /// watermark, counts and lookups agree with a set of the held offsets.
+        #[test]
+        fn interleaved_pulls_and_finishes_match_a_model(ops in proptest::collection::vec((0u8..40, any::<prop::sample::Index>()), 1..200)) {
+            let mut pq = ProcessQueue::new();
+            let mut live = std::collections::BTreeSet::new();
+            let mut next = 0i64;
+            for (n, pick) in ops {
+                if n < 8 {
+                    // A pull of n messages; a filter's gap now and then.
+                    next += i64::from(n % 3 == 0);
+                    let c = pull(next, i64::from(n));
+                    pq.put_all(&c, EntryState::InFlight, |o| { live.insert(o); });
+                    next += i64::from(n);
+                } else if !live.is_empty() {
+                    let o = *live.iter().nth(pick.index(live.len())).unwrap();
+                    prop_assert!(pq.remove(o));
+                    live.remove(&o);
+                }
+                prop_assert_eq!(pq.watermark(next), live.first().copied().unwrap_or(next));
+                prop_assert_eq!((pq.count(), pq.bytes()), (live.len(), live.len() * 3));
+                for o in live.iter().take(3) {
+                    prop_assert_eq!(pq.get(*o).map(|e| e.msg().queue_offset), Some(*o));
+                }
+            }
+        }
+
         /// The watermark equals the lowest offset not yet removed, whatever the removal order.
         #[test]
         fn watermark_matches_a_model(n in 1usize..60, order in proptest::collection::vec(any::<prop::sample::Index>(), 0..60)) {
