@@ -46,11 +46,11 @@ fn startup_then_consume_four_messages() {
             // A new assignment: a newer subscription version, heartbeated before the pulls.
             "Transmit:HeartBeat",
             // The broker answered 0 for this young queue: a stored offset, nothing to commit yet.
-            "Transmit:PullMessage×2",
+            // Two first pulls, then each answer's next pull before its messages are handed out.
+            "Transmit:PullMessage×3",
             "Consume×2",
             "Transmit:PullMessage",
             "Consume×2",
-            "Transmit:PullMessage",
         ],
     );
 }

@@ -330,16 +330,18 @@ impl Consumer {
                 w.pull_tps.add(fresh.len() as u64, 1);
             }
         }
-        if orderly {
-            self.orderly_next(key);
-        } else if !fresh.is_empty() {
-            self.dispatch(key, &fresh);
-        }
         self.update_commit(key);
+        // The next pull goes out before the batches: its round trip to the broker then overlaps
+        // the handing out (Java's callback also asks again at once, but hands out on a thread).
         if self.cfg.pull_interval.is_zero() {
             self.try_pull(key);
         } else {
             self.retry_pull_later(key, self.cfg.pull_interval);
+        }
+        if orderly {
+            self.orderly_next(key);
+        } else if !fresh.is_empty() {
+            self.dispatch(key, &fresh);
         }
     }
 

@@ -12,7 +12,8 @@
 //! One owner task holds the [`Driver`](rocketmq_push_core::Driver): it carries out every
 //! [`DriverOutput`](rocketmq_push_core::DriverOutput) in one exhaustive `match`, then waits for
 //! the next message, listener result or deadline and feeds it in (with whatever else is queued).
-//! Each connection has a reader and a writer task. Async listeners are polled by the owner task
+//! Each connection has a reader and a writer task; what one pass writes to a link is handed to
+//! its writer as one buffer. Async listeners are polled by the owner task
 //! itself; blocking ones run on threads that take queued batches without waking the owner per
 //! message. The tasks talk over [`async_channel`]s, which need no particular executor.
 //!
@@ -27,6 +28,7 @@ mod handle;
 mod link;
 mod listeners;
 mod msg;
+mod outgoing;
 mod owner;
 mod stream;
 mod workers;

@@ -11,6 +11,7 @@ use super::Runtime;
 use super::link;
 use super::listeners::Listeners;
 use super::msg::{Finished, LinkWriter, Msg, Snapshot, Started};
+use super::outgoing::Outgoing;
 use crate::Prepared;
 
 /// Messages of each kind fed to the driver per wake-up at most, so outputs (pulls, results) are
@@ -52,6 +53,7 @@ pub(super) async fn run<R: Runtime>(
     let mut next_log_flush = Instant::now();
     let mut finished: Vec<Finished> = Vec::new();
     let mut started: Vec<Started> = Vec::new();
+    let mut outgoing = Outgoing::default();
     loop {
         let now = Instant::now();
         // Carry out the outputs; listeners that answer at once feed the driver right away, which
@@ -62,18 +64,9 @@ pub(super) async fn run<R: Runtime>(
                     DriverOutput::Connect { link, peer } => {
                         link::connect(&rt, link, peer, &p.transport, control_tx.clone(), data_tx.clone())
                     }
-                    DriverOutput::Write { link, bytes } => {
-                        if links.get(&link).is_some_and(|w| !w.write(bytes)) {
-                            // The peer does not read what we write: close rather than queue more.
-                            links.remove(&link);
-                            let why = std::io::Error::other(format!(
-                                "{} writes queued: the peer is not reading",
-                                super::msg::MAX_QUEUED_WRITES
-                            ));
-                            p.driver.closed(link, Some(IoFailure::from(&why)), now);
-                        }
-                    }
+                    DriverOutput::Write { link, bytes } => outgoing.push(link, bytes),
                     DriverOutput::Close { link } => {
+                        outgoing.flush_link(link, &links);
                         links.remove(&link);
                     }
                     DriverOutput::Consume(batch) => {
@@ -86,8 +79,25 @@ pub(super) async fn run<R: Runtime>(
                     }
                     DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
                     DriverOutput::Event(e) => p.event(&e, now),
-                    DriverOutput::Terminated => return,
+                    DriverOutput::Terminated => {
+                        outgoing.flush(&links);
+                        return;
+                    }
                 }
+            }
+            let stalled = outgoing.flush(&links);
+            if !stalled.is_empty() {
+                for link in stalled {
+                    // The peer does not read what we write: close rather than queue more.
+                    links.remove(&link);
+                    let why = std::io::Error::other(format!(
+                        "{} writes queued: the peer is not reading",
+                        super::msg::MAX_QUEUED_WRITES
+                    ));
+                    p.driver.closed(link, Some(IoFailure::from(&why)), now);
+                }
+                // Closing made outputs of its own.
+                continue;
             }
             listeners.poll_woken(&mut started, &mut finished);
             for (batch, at) in started.drain(..) {
