@@ -104,6 +104,12 @@ pub fn decode_messages(data: &[u8]) {
         }
     }
     let Ok(msgs) = decode_records(&body, &opts) else { return };
+    for m in &msgs {
+        // The walk from the end finds what the pairs in order say (the last value wins).
+        for (k, v) in m.properties.distinct() {
+            assert_eq!(m.properties.get(k), Some(v), "property {k:?}");
+        }
+    }
     for m in msgs.iter().filter(|m| encodable(m)) {
         let _ = (m.msg_id(), m.tags(), m.keys().count(), m.properties.user().count());
         let mut out = BytesMut::new();

@@ -209,6 +209,16 @@ impl Consumer {
             self.offset_maps.insert(map, OffsetMap::Exists { recheck: true });
         }
         for mut u in waiting {
+            if self.queues.get(u.key).is_none() && self.queues.key_of(&u.mq).is_some() {
+                // Held again since under a new key (released and re-assigned, or moved by a seek
+                // or the broker): the new holder's updates supersede this one, which would take
+                // the commit back (a seek's updates wait in this same list, behind it).
+                self.release_unlocks.remove(&u.key);
+                if u.shutdown {
+                    self.shutdown_outstanding = self.shutdown_outstanding.saturating_sub(1);
+                }
+                continue;
+            }
             // The queue's latest offset if it is still held (it only rose meanwhile).
             if let Some(q) = self.queues.get(u.key) {
                 u.offset = u.offset.max(q.offset.value());
