@@ -137,7 +137,11 @@ pub(super) async fn run<R: Runtime>(
             Some(at) => {
                 let t = match &mut timer {
                     Some((t, armed)) => {
-                        if *armed != at {
+                        // Moved only to an earlier deadline. A later one keeps the armed timer,
+                        // which then fires early once and is armed anew (below): deadlines move
+                        // later at nearly every pull answer, and with async-io (async-std, smol)
+                        // each move of a timer wakes its reactor thread.
+                        if at < *armed {
                             rt.reset(t, at);
                             *armed = at;
                         }
