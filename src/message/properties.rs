@@ -184,12 +184,12 @@ impl Properties {
 
     /// The value of `key`; the last one wins when repeated (Java fills a HashMap), and a piece
     /// with an empty value does not count (Java's filter). The pieces are walked from the end,
-    /// their separators found a word at a time ([`last_separator`]), and a piece is looked at
+    /// their separators found a word at a time, inline, and a piece is looked at
     /// only where it starts with `key` and `\x01`.
     pub fn get(&self, key: &str) -> Option<&str> {
         let (raw, key) = (&self.raw[..], key.as_bytes());
         // A name never holds the separators (the name ends at the first `\x01`).
-        let Some(&first) = key.first() else { return None };
+        let &first = key.first()?;
         if key.iter().any(|b| *b == 1 || *b == 2) {
             return None;
         }
