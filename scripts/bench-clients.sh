@@ -24,7 +24,8 @@
 # WARMUP (default 3) is how many uncounted reads of the whole topic (by the raw loop) come first: a
 # broker just started serves its first reads up to 2.5x slower while it warms (seen: raw 2230 ->
 # 903 ms over five rounds, and 1533 -> 669 ms over eight reads after one warm-up read), which skews
-# whichever client the rotation puts early; a broker started long before needs fewer. CLIENTS="raw tokio …" picks clients; SKIP_LATENCY=1 skips the latency part. The load average is
+# whichever client the rotation puts early; a broker started long before needs fewer.
+# CLIENTS="raw tokio …" picks clients; SKIP_LATENCY=1 skips the latency part. The load average is
 # printed at the start and the end: the machine is shared, so compare ratios within one run.
 set -euo pipefail
 
