@@ -6,6 +6,7 @@
 #   raw        the raw-pull ceiling: one connection, a pull of 32 in flight per queue, our codec,
 #              nothing else (`rmqcat bench --adapter raw`)
 #   tokio, blocking, async-std, smol   this project's adapters (`rmqcat bench --adapter …`)
+#   tokio1     the tokio adapter on a runtime of one worker thread (the others: two)
 #   java       Java's DefaultMQPushConsumer 5.3.3 (tests/java ConsumeBench)
 #   go         rocketmq-client-go v2's push consumer (tests/go/consume_bench; skipped without go)
 #
@@ -65,6 +66,8 @@ client_cmd() { # CLIENT TOPIC GROUP COUNT
       -cp "$OUT/build/classes:$OUT/lib/*" rmqtest.ConsumeBench "$NAMESRV_ADDR" "$topic" "$group" "$count")
     ;;
   go) cmd=("$GO_BENCH" "$NAMESRV_ADDR" "$topic" "$group" "$count") ;;
+  tokio1) cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter tokio
+    --tokio-workers 1 --json) ;;
   *) cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter "$client" --json) ;;
   esac
 }

@@ -66,6 +66,9 @@ pub(crate) struct Opts {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     limit: u64,
+    /// Worker threads of the tokio runtime (`--adapter tokio`).
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    tokio_workers: u16,
 }
 
 /// What the listener counts.
@@ -175,7 +178,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
         }
         Adapter::Tokio => {
             let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+                .worker_threads(usize::from(o.tokio_workers))
                 .enable_all()
                 .build()
                 .map_err(|e| Failure::Runtime(e.to_string()))?;
