@@ -238,3 +238,37 @@ fn a_broadcasting_member_seeks_its_own_local_offsets() {
     );
     assert!(seeked(&sim, b).is_empty());
 }
+
+#[test]
+fn a_seek_back_while_the_first_commit_is_on_its_way_is_not_undone_by_the_held_stale_one() {
+    // A second each way: the first offset update for T (it creates the group's map of T on the
+    // broker) is on its way long enough for a seek to come in between, and queue 1's update is
+    // held behind it meanwhile. Without the fix, that stale 20 followed the seek's 0 when the
+    // first answer came (the simulator's invariants catch a commit going back unasked).
+    let mut sim = Sim::builder(78).latency(Duration::from_secs(1)).broker("broker-a", &[("T", 2)]).build();
+    let c = consumer(&mut sim, ConsumeMode::Concurrently);
+    sim.produce("T", 40);
+    let updates =
+        |sim: &Sim| sim.transcript(c).iter().filter(|t| *t == "Transmit:UpdateConsumerOffset").count();
+    // The first update is the retry topic's (a map of its own), the second T's first.
+    sim.run_until(|s| updates(s) >= 2, Duration::from_secs(30)).unwrap();
+    assert_eq!(sim.consumed().len(), 40);
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 0), None, "the first update has not landed yet");
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 1), None);
+    // Paused, the queue commits nothing of its own after the seek.
+    sim.command(c, Command::PauseQueues(QueueSelector::Queue(q(1))));
+    sim.try_command(c, Command::Seek { queues: QueueSelector::Queue(q(1)), to: SeekTo::Offset(0) }).unwrap();
+    let mut seen = Vec::new();
+    let until = sim.now() + Duration::from_secs(20);
+    while sim.now() < until && sim.step() {
+        seen.push(sim.broker(0).committed_offset("G", "T", 1));
+    }
+    assert_eq!(seeked(&sim, c), vec![(1, 20, 0)]);
+    seen.dedup();
+    assert_eq!(seen.last(), Some(&Some(0)), "{seen:?}");
+    assert!(
+        seen.iter().all(|o| o.is_none_or(|o| o == 0)),
+        "the stale offset landed after the seek: {seen:?}"
+    );
+    assert_eq!(sim.broker(0).committed_offset("G", "T", 0), Some(20));
+}
