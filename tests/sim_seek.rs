@@ -243,8 +243,8 @@ fn a_broadcasting_member_seeks_its_own_local_offsets() {
 fn a_seek_back_while_the_first_commit_is_on_its_way_is_not_undone_by_the_held_stale_one() {
     // A second each way: the first offset update for T (it creates the group's map of T on the
     // broker) is on its way long enough for a seek to come in between, and queue 1's update is
-    // held behind it meanwhile. Without the fix, that stale 20 followed the seek's 0 when the
-    // first answer came (the simulator's invariants catch a commit going back unasked).
+    // held behind it meanwhile. Were that stale 20 sent when the first answer came, the broker
+    // would hold 20 before the seek's 0 (the simulator's invariants flag that commit going back).
     let mut sim = Sim::builder(78).latency(Duration::from_secs(1)).broker("broker-a", &[("T", 2)]).build();
     let c = consumer(&mut sim, ConsumeMode::Concurrently);
     sim.produce("T", 40);
