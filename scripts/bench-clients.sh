@@ -66,9 +66,11 @@ client_cmd() { # CLIENT TOPIC GROUP COUNT
       -cp "$OUT/build/classes:$OUT/lib/*" rmqtest.ConsumeBench "$NAMESRV_ADDR" "$topic" "$group" "$count")
     ;;
   go) cmd=("$GO_BENCH" "$NAMESRV_ADDR" "$topic" "$group" "$count") ;;
-  tokio1) cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter tokio
-    --tokio-workers 1 --json) ;;
-  *) cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter "$client" --json) ;;
+  *)
+    local adapter=("--adapter" "$client")
+    [[ $client == tokio1 ]] && adapter=(--adapter tokio --tokio-workers 1)
+    cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" "${adapter[@]}" --json)
+    ;;
   esac
 }
 

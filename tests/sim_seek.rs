@@ -257,7 +257,7 @@ fn a_seek_back_while_the_first_commit_is_on_its_way_is_not_undone_by_the_held_st
     assert_eq!(sim.broker(0).committed_offset("G", "T", 1), None);
     // Paused, the queue commits nothing of its own after the seek.
     sim.command(c, Command::PauseQueues(QueueSelector::Queue(q(1))));
-    sim.try_command(c, Command::Seek { queues: QueueSelector::Queue(q(1)), to: SeekTo::Offset(0) }).unwrap();
+    seek(&mut sim, c, QueueSelector::Queue(q(1)), SeekTo::Offset(0)).unwrap();
     let mut seen = Vec::new();
     let until = sim.now() + Duration::from_secs(20);
     while sim.now() < until && sim.step() {
