@@ -11,7 +11,12 @@ use crate::message::{DecodeOptions, MessageExt, decode_messages as decode_record
 use crate::protocol::body::{
     CheckClientRequestBody, ConsumeMessageDirectlyResult, ConsumeStatsBody, ConsumerRunningInfo,
     GetConsumerListByGroupResponseBody, GetConsumerStatusBody, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, ResetOffsetBody, TopicRouteData,
+    LockBatchResponseBody, QueryAssignmentRequestBody, QueryAssignmentResponseBody, ResetOffsetBody,
+    SetMessageRequestModeRequestBody, TopicRouteData,
+};
+use crate::protocol::header::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader, PopMessageResponseHeader,
 };
 use crate::protocol::header::{
     ConsumeMessageDirectlyResultRequestHeader, ConsumerSendMsgBackRequestHeader,
@@ -19,6 +24,7 @@ use crate::protocol::header::{
     PullMessageResponseHeader, ResetOffsetRequestHeader, SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 };
+use crate::protocol::receipt::{PopReceipt, attach_receipts};
 use crate::protocol::{CommandHeader, JsonBody, RemotingCommand, SerializeType};
 
 /// The wire cannot tell an empty binary remark from none; compare commands modulo that.
@@ -41,6 +47,30 @@ fn read_every_header(cmd: &RemotingCommand) {
     let _ = ResetOffsetRequestHeader::read_from(ext);
     let _ = GetConsumerRunningInfoRequestHeader::read_from(ext);
     let _ = ConsumeMessageDirectlyResultRequestHeader::read_from(ext);
+    let _ = PopMessageRequestHeader::read_from(ext);
+    let _ = AckMessageRequestHeader::read_from(ext);
+    let _ = ChangeInvisibleTimeRequestHeader::read_from(ext);
+    let _ = ChangeInvisibleTimeResponseHeader::read_from(ext);
+    // Any value may be a receipt: what parses must print back to itself.
+    for (_, v) in ext.iter() {
+        if let Ok(r) = PopReceipt::parse(v) {
+            assert_eq!(PopReceipt::parse(&r.to_string()), Ok(r), "receipt round trip");
+        }
+    }
+}
+
+/// A pop answer: whatever receipts it yields cover every message, each for that message.
+fn pop_answer(cmd: &RemotingCommand) {
+    let Ok(header) = PopMessageResponseHeader::read_from(&cmd.ext_fields) else { return };
+    let opts = DecodeOptions { decompress: true, max_body_size: 1 << 20 };
+    let Ok(mut msgs) = decode_records(&cmd.body, &opts) else { return };
+    if let Ok(receipts) = attach_receipts(&mut msgs, &header, "broker-a", "T") {
+        assert_eq!(receipts.len(), msgs.len(), "one receipt per message");
+        for (m, r) in msgs.iter().zip(&receipts) {
+            assert_eq!(r.queue_id, m.queue_id, "receipt names the message's queue");
+            assert_eq!(m.properties.get(crate::message::keys::POP_CK), Some(r.to_string().as_str()));
+        }
+    }
 }
 
 /// Frames: decode a byte stream frame by frame; each decoded frame must round-trip.
@@ -51,6 +81,7 @@ pub fn decode_frame(data: &[u8]) {
         match codec.decode(&mut buf) {
             Ok(Some(cmd)) => {
                 read_every_header(&cmd);
+                pop_answer(&cmd);
                 let bytes = encode_to_bytes(&cmd);
                 let mut again = BytesMut::from(&bytes[..]);
                 let back = RemotingCodec::new().decode(&mut again).expect("re-encoded frame decodes");
@@ -132,7 +163,7 @@ fn body_round_trip<T: JsonBody + PartialEq + std::fmt::Debug>(data: &[u8]) {
 pub fn decode_json_body(data: &[u8]) {
     let Some((&which, json)) = data.split_first() else { return };
     let _ = crate::json::Value::parse(json).map(|v| v.to_string());
-    match which % 11 {
+    match which % 14 {
         0 => body_round_trip::<TopicRouteData>(json),
         1 => body_round_trip::<HeartbeatData>(json),
         2 => body_round_trip::<LockBatchRequestBody>(json),
@@ -143,7 +174,10 @@ pub fn decode_json_body(data: &[u8]) {
         7 => body_round_trip::<ConsumerRunningInfo>(json),
         8 => body_round_trip::<ConsumeMessageDirectlyResult>(json),
         9 => body_round_trip::<CheckClientRequestBody>(json),
-        _ => body_round_trip::<ConsumeStatsBody>(json),
+        10 => body_round_trip::<ConsumeStatsBody>(json),
+        11 => body_round_trip::<QueryAssignmentResponseBody>(json),
+        12 => body_round_trip::<QueryAssignmentRequestBody>(json),
+        _ => body_round_trip::<SetMessageRequestModeRequestBody>(json),
     }
 }
 

@@ -567,3 +567,191 @@ fn lock_batch_mq_grants_one_owner_until_it_unlocks() {
     );
     assert_eq!(lock(&mut b, "client-b", &mqs[1..]), Vec::<MessageQueue>::new());
 }
+
+/// POP over remoting, as the Java 5.x client speaks it: a group switched to POP is assigned
+/// "every queue" (-1) by QUERY_ASSIGNMENT; a pop long-polls and returns receipts; an ack keeps a
+/// message from coming back; a change of invisible time and a message nobody acked both come back
+/// from the pop retry topic, with the broker's own receipt. 4.9 has none of it and says so.
+#[test]
+fn pop_mode_assignment_pop_ack_change_invisible_and_revive() {
+    use rocketmq_push_core::message::DecodeOptions;
+    use rocketmq_push_core::protocol::body::{
+        MessageModel, MessageRequestMode, QueryAssignmentRequestBody, QueryAssignmentResponseBody,
+        SetMessageRequestModeRequestBody,
+    };
+    use rocketmq_push_core::protocol::header::{
+        AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+        PopMessageRequestHeader, PopMessageResponseHeader,
+    };
+    use rocketmq_push_core::protocol::receipt::{PopReceipt, RetryFlag, attach_receipts};
+    let Some(env) = broker_env() else { return };
+    let (topic, group) = (unique("wire_pop"), unique("g_pop"));
+    let mut b = Conn::connect(&env.broker);
+    create_topic(&mut b, &topic, 2);
+    heartbeat(&mut b, "pop-client@1", &group, &[&topic]);
+    let assignment = |b: &mut Conn| {
+        let body = QueryAssignmentRequestBody {
+            topic: topic.clone(),
+            consumer_group: group.clone(),
+            client_id: "pop-client@1".into(),
+            strategy_name: "AVG".into(),
+            message_model: MessageModel::Clustering,
+        };
+        let r = b.call(RemotingCommand::request(RequestCode::QueryAssignment).with_body(body.encode()), T);
+        (r.code, QueryAssignmentResponseBody::decode(&r.body).ok())
+    };
+    let set_mode = |b: &mut Conn, mode| {
+        let body = SetMessageRequestModeRequestBody {
+            topic: topic.clone(),
+            consumer_group: group.clone(),
+            mode,
+            pop_share_queue_num: 0,
+        };
+        b.call(RemotingCommand::request(RequestCode::SetMessageRequestMode).with_body(body.encode()), T)
+    };
+    if is_v4() {
+        let (code, _) = assignment(&mut b);
+        assert_eq!(code, ResponseCode::RequestCodeNotSupported as i32, "4.9 has no QUERY_ASSIGNMENT");
+        let pop = RemotingCommand::request(RequestCode::PopMessage);
+        assert_eq!(b.call(pop, T).code, ResponseCode::RequestCodeNotSupported as i32);
+        return;
+    }
+
+    // Never switched: PULL, real queue ids, the client's share (all of them: it is alone).
+    let (code, body) = assignment(&mut b);
+    assert_eq!(code, 0);
+    capture("query_assignment_pull", "QUERY_ASSIGNMENT answer for a group never switched", &b.last_raw());
+    let mut pull = body.unwrap().message_queue_assignments.expect("a known group gets an answer");
+    pull.sort_by_key(|a| a.message_queue.queue_id);
+    assert_eq!(
+        pull.iter().map(|a| (a.message_queue.queue_id, a.mode)).collect::<Vec<_>>(),
+        [(0, MessageRequestMode::Pull), (1, MessageRequestMode::Pull)]
+    );
+    let r = set_mode(&mut b, MessageRequestMode::Pop);
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let (_, body) = assignment(&mut b);
+    capture("query_assignment_pop", "QUERY_ASSIGNMENT answer after setConsumeMode POP", &b.last_raw());
+    let pop_assignment = body.unwrap().message_queue_assignments.unwrap();
+    assert_eq!(pop_assignment.len(), 1, "{pop_assignment:?}");
+    assert_eq!(
+        (pop_assignment[0].message_queue.queue_id, pop_assignment[0].mode),
+        (-1, MessageRequestMode::Pop)
+    );
+    let broker_name = pop_assignment[0].message_queue.broker_name.to_string();
+
+    for i in 0..3 {
+        let q = MessageQueue::new(topic.as_str(), broker_name.as_str(), i % 2);
+        send(&mut b, &Message::new(topic.as_str(), format!("pop-{i}").into_bytes()), &q, false);
+    }
+    let pop = |b: &mut Conn, invisible_ms: i64| {
+        let h = PopMessageRequestHeader {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: -1,
+            max_msg_nums: 32,
+            invisible_time: invisible_ms,
+            poll_time: 2_000,
+            born_time: now_ms(),
+            init_mode: 0,
+            exp_type: None,
+            exp: Some("*".into()),
+            order: Some(false),
+            attempt_id: None,
+            bname: Some(broker_name.clone()),
+        };
+        let r = b.call(RemotingCommand::request(RequestCode::PopMessage).with_header(&h), T);
+        let header: PopMessageResponseHeader = r.header().expect("every pop answer has the header");
+        let mut msgs = if r.code == 0 {
+            rocketmq_push_core::message::decode_messages(&r.body, &DecodeOptions::default()).unwrap()
+        } else {
+            Vec::new()
+        };
+        let receipts = attach_receipts(&mut msgs, &header, &broker_name, &topic).unwrap();
+        (r.code, msgs, receipts)
+    };
+    // The first pop may find the queues still initialising; a few tries get all three.
+    let mut first = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while first.len() < 3 && Instant::now() < deadline {
+        let (code, msgs, receipts) = pop(&mut b, 5_000);
+        if code == 0 {
+            capture("pop_found", "POP_MESSAGE FOUND with receipts for both queues", &b.last_raw());
+        } else {
+            assert!(
+                [ResponseCode::PollingTimeout as i32, ResponseCode::PullNotFound as i32].contains(&code),
+                "pop answered {code}"
+            );
+            capture("pop_polling_timeout", "POP_MESSAGE after its hold found nothing", &b.last_raw());
+        }
+        first.extend(msgs.into_iter().zip(receipts));
+    }
+    let mut bodies: Vec<String> =
+        first.iter().map(|(m, _)| String::from_utf8_lossy(&m.body).into_owned()).collect();
+    bodies.sort();
+    assert_eq!(bodies, ["pop-0", "pop-1", "pop-2"]);
+    for (m, r) in &first {
+        assert_eq!((r.retry, r.queue_id, r.queue_offset), (RetryFlag::Normal, m.queue_id, m.queue_offset));
+        assert_eq!(PopReceipt::parse(m.properties.get(keys::POP_CK).unwrap()).unwrap(), *r);
+    }
+    let by_body = |name: &str| first.iter().find(|(m, _)| m.body == name.as_bytes()).unwrap().1.clone();
+    let ack = |b: &mut Conn, r: &PopReceipt| {
+        let h = AckMessageRequestHeader {
+            consumer_group: group.clone(),
+            topic: r.retry.real_topic(&topic, &group),
+            queue_id: r.queue_id,
+            extra_info: r.to_string(),
+            offset: r.queue_offset,
+            bname: Some(r.broker_name.clone()),
+        };
+        b.call(RemotingCommand::request(RequestCode::AckMessage).with_header(&h), T).code
+    };
+    assert_eq!(ack(&mut b, &by_body("pop-0")), 0);
+    capture("ack_message_ok", "ACK_MESSAGE answer", &b.last_raw());
+    // pop-1 comes back sooner than its pop said; pop-2 is left to expire.
+    let later = by_body("pop-1");
+    let h = ChangeInvisibleTimeRequestHeader {
+        consumer_group: group.clone(),
+        topic: later.retry.real_topic(&topic, &group),
+        queue_id: later.queue_id,
+        extra_info: later.to_string(),
+        offset: later.queue_offset,
+        invisible_time: 1_000,
+        bname: Some(later.broker_name),
+    };
+    let r = b.call(RemotingCommand::request(RequestCode::ChangeMessageInvisibleTime).with_header(&h), T);
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    capture("change_invisible_time_ok", "CHANGE_MESSAGE_INVISIBLETIME answer", &b.last_raw());
+    let changed: ChangeInvisibleTimeResponseHeader = r.header().unwrap();
+    assert_eq!(changed.invisible_time, 1_000);
+
+    // Both come back, from the retry topic, with the broker's receipt; pop-0 never does.
+    let mut again = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while again.len() < 2 && Instant::now() < deadline {
+        let (_, msgs, receipts) = pop(&mut b, 60_000);
+        if !msgs.is_empty() {
+            capture(
+                "pop_found_revived",
+                "POP_MESSAGE FOUND: revived messages with the broker's POP_CK",
+                &b.last_raw(),
+            );
+        }
+        again.extend(msgs.into_iter().zip(receipts));
+    }
+    let mut back: Vec<(String, i32)> = again
+        .iter()
+        .map(|(m, _)| (String::from_utf8_lossy(&m.body).into_owned(), m.reconsume_times))
+        .collect();
+    back.sort();
+    assert_eq!(back, [("pop-1".to_owned(), 1), ("pop-2".to_owned(), 1)], "revived once each, pop-0 acked");
+    for (m, r) in &again {
+        assert_eq!(&*m.topic, topic.as_str(), "the subscribed topic, as Java shows it");
+        assert_eq!(r.retry, RetryFlag::RetryV1, "read from the pop retry topic");
+        assert_eq!(ack(&mut b, r), 0, "ack of a revived message names the retry topic");
+    }
+    // An ack with a receipt whose checkpoint has been revived: the broker takes it quietly.
+    let stale = ack(&mut b, &by_body("pop-2"));
+    assert!([0, ResponseCode::NoMessage as i32].contains(&stale), "stale ack answered {stale}");
+    let (code, msgs, _) = pop(&mut b, 60_000);
+    assert!(msgs.is_empty(), "nothing left: {code} {msgs:?}");
+}

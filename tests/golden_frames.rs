@@ -166,3 +166,51 @@ fn java_producer_messages_match_the_java_clients_view() {
         assert_matches_java_manifest(&manifest, &messages(&frame(&name)));
     }
 }
+
+#[test]
+fn pop_answers_give_every_message_a_receipt() {
+    use rocketmq_push_core::protocol::header::{ChangeInvisibleTimeResponseHeader, PopMessageResponseHeader};
+    use rocketmq_push_core::protocol::receipt::{PopReceipt, RetryFlag, attach_receipts};
+    let f = frame("pop_found");
+    let h: PopMessageResponseHeader = f.header().unwrap();
+    assert_eq!((h.invisible_time, h.msg_offset_info.as_deref()), (5_000, Some("0 1 0;0 0 0,1")));
+    let mut m = messages(&f);
+    let topic = m[0].topic.to_string();
+    let receipts = attach_receipts(&mut m, &h, "broker-a", &topic).unwrap();
+    let got: Vec<(i32, i64, i64)> =
+        receipts.iter().map(|r| (r.queue_id, r.queue_offset, r.ck_queue_offset)).collect();
+    assert_eq!(got, [(1, 0, 0), (0, 0, 0), (0, 1, 0)], "queue 0's two messages share its checkpoint");
+    assert!(receipts.iter().all(|r| r.pop_time == h.pop_time && r.retry == RetryFlag::Normal));
+
+    // A revived message: the broker's receipt names the pop retry topic; the message the topic.
+    let f = frame("pop_found_revived");
+    let h: PopMessageResponseHeader = f.header().unwrap();
+    let mut m = messages(&f);
+    let sent = m[0].property(keys::POP_CK).expect("the broker set POP_CK").to_owned();
+    let subscribed = m[0].topic.to_string();
+    let receipts = attach_receipts(&mut m, &h, "broker-a", &subscribed).unwrap();
+    assert_eq!(receipts[0], PopReceipt::parse(&sent).unwrap());
+    assert_eq!(receipts[0].retry, RetryFlag::RetryV1);
+    assert_eq!(m[0].reconsume_times, 1);
+    assert!(receipts[0].retry.real_topic(&subscribed, "g").starts_with("%RETRY%g_"));
+
+    let f = frame("change_invisible_time_ok");
+    let h: ChangeInvisibleTimeResponseHeader = f.header().unwrap();
+    assert_eq!(h.invisible_time, 1_000);
+    assert_eq!((frame("ack_message_ok").code, frame("ack_message_ok").body.len()), (0, 0));
+}
+
+#[test]
+fn assignment_answers_before_and_after_the_switch_to_pop() {
+    use rocketmq_push_core::protocol::body::{MessageRequestMode, QueryAssignmentResponseBody};
+    let pull = QueryAssignmentResponseBody::decode(&frame("query_assignment_pull").body).unwrap();
+    let mut pull = pull.message_queue_assignments.unwrap();
+    pull.sort_by_key(|a| a.message_queue.queue_id);
+    assert_eq!(
+        pull.iter().map(|a| (a.message_queue.queue_id, a.mode)).collect::<Vec<_>>(),
+        [(0, MessageRequestMode::Pull), (1, MessageRequestMode::Pull)]
+    );
+    let pop = QueryAssignmentResponseBody::decode(&frame("query_assignment_pop").body).unwrap();
+    let pop = pop.message_queue_assignments.unwrap();
+    assert_eq!((pop.len(), pop[0].message_queue.queue_id, pop[0].mode), (1, -1, MessageRequestMode::Pop));
+}

@@ -199,6 +199,21 @@ mod seeds {
         info.mq_table.push((MessageQueue::new("T", "b", 0), ProcessQueueInfo::default()));
         info.properties.insert("k".into(), "v".into());
         write("decode_json_body", "running_info", &[&[7u8][..], &info.encode()].concat());
+        let query = QueryAssignmentRequestBody {
+            topic: "T".into(),
+            consumer_group: "g".into(),
+            client_id: "c".into(),
+            strategy_name: "AVG".into(),
+            message_model: MessageModel::Clustering,
+        };
+        write("decode_json_body", "query_assignment_request", &[&[12u8][..], &query.encode()].concat());
+        let mode = SetMessageRequestModeRequestBody {
+            topic: "T".into(),
+            consumer_group: "g".into(),
+            mode: MessageRequestMode::Pop,
+            pop_share_queue_num: 1,
+        };
+        write("decode_json_body", "set_mode_request", &[&[13u8][..], &mode.encode()].concat());
 
         // Real frames captured from brokers (tests/data/*.hex): whole frames, and their bodies.
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
@@ -217,6 +232,8 @@ mod seeds {
                 write("decode_json_body", &name, &[&[0u8][..], &cmd.body].concat());
             } else if name.contains("reset_offset") {
                 write("decode_json_body", &name, &[&[4u8][..], &cmd.body].concat());
+            } else if name.contains("query_assignment") {
+                write("decode_json_body", &name, &[&[11u8][..], &cmd.body].concat());
             }
         }
     }

@@ -56,6 +56,10 @@ pub mod keys {
     pub const MSG_REGION: &str = "MSG_REGION";
     /// Trace switch, added by 5.x brokers on send.
     pub const TRACE_ON: &str = "TRACE_ON";
+    /// POP: the message's receipt (`extraInfo`), what an ack or change of invisibility names.
+    pub const POP_CK: &str = "POP_CK";
+    /// POP: broker time of the message's first pop, ms.
+    pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 }
 
 /// Property keys the system uses; everything else is a user property.

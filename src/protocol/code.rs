@@ -106,6 +106,19 @@ codes! {
         SendMessageV2 = 310, "SEND_MESSAGE_V2";
         /// 320: send a batch with the V2 header.
         SendBatchMessage = 320, "SEND_BATCH_MESSAGE";
+        /// 400 (5.x): the broker's assignment of a topic's queues to this client, with each
+        /// queue's mode (PULL or POP).
+        QueryAssignment = 400, "QUERY_ASSIGNMENT";
+        /// 401 (5.x): admin → broker: switch a group's mode on a topic (`mqadmin setConsumeMode`).
+        SetMessageRequestMode = 401, "SET_MESSAGE_REQUEST_MODE";
+        /// 200050 (5.x): pop messages, which stay invisible to others until acked or expired.
+        PopMessage = 200050, "POP_MESSAGE";
+        /// 200051 (5.x): ack one popped message.
+        AckMessage = 200051, "ACK_MESSAGE";
+        /// 200053 (5.x): make a popped message visible again after a new invisible time.
+        ChangeMessageInvisibleTime = 200053, "CHANGE_MESSAGE_INVISIBLETIME";
+        /// 200151 (5.x): ack many popped messages, as bit sets per checkpoint.
+        BatchAckMessage = 200151, "BATCH_ACK_MESSAGE";
     }
 }
 
@@ -164,8 +177,12 @@ codes! {
         ConsumerNotOnline = 206, "CONSUMER_NOT_ONLINE";
         /// 207.
         ConsumeMsgTimeout = 207, "CONSUME_MSG_TIMEOUT";
-        /// 208 (5.x).
+        /// 208 (5.x): also the answer to an ack whose offset is no longer in the queue.
         NoMessage = 208, "NO_MESSAGE";
+        /// 209 (5.x): the broker's table of held pops is full; pop again later.
+        PollingFull = 209, "POLLING_FULL";
+        /// 210 (5.x): a pop found nothing before its hold ended; pop again at once.
+        PollingTimeout = 210, "POLLING_TIMEOUT";
         /// 215 (5.x): retry the pull after 20 ms.
         FlowControl = 215, "FLOW_CONTROL";
         /// 501.
@@ -263,6 +280,9 @@ mod tests {
         assert_eq!(RequestCode::from_i32(9999), None);
         assert_eq!(ResponseCode::from_i32(21), Some(ResponseCode::PullOffsetMoved));
         assert_eq!(ResponseCode::GoAway.java_name(), "GO_AWAY");
+        assert_eq!(RequestCode::from_i32(200_050), Some(RequestCode::PopMessage));
+        assert_eq!(RequestCode::BatchAckMessage as i32, 200_151);
+        assert_eq!(ResponseCode::from_i32(210), Some(ResponseCode::PollingTimeout));
         assert!(ResponseCode::is_send_ok(11));
         assert!(!ResponseCode::is_send_ok(14));
         for c in RequestCode::ALL {

@@ -1,5 +1,6 @@
 //! JSON bodies (PROTOCOL.md §6, §7): parsed leniently from fastjson, written as fastjson reads.
 
+mod assignment;
 mod check_client;
 mod direct;
 mod heartbeat;
@@ -10,6 +11,10 @@ mod running_info;
 
 use bytes::Bytes;
 
+pub use assignment::{
+    MAX_ASSIGNMENTS, MessageQueueAssignment, MessageRequestMode, QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
+};
 pub use check_client::CheckClientRequestBody;
 pub use direct::{CMResult, ConsumeMessageDirectlyResult};
 pub use heartbeat::{

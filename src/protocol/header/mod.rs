@@ -7,6 +7,7 @@ mod admin;
 mod broker_request;
 mod client;
 mod offset;
+mod pop;
 mod pull;
 mod send;
 
@@ -19,6 +20,10 @@ pub use client::{GetConsumerListByGroupRequestHeader, UnregisterClientRequestHea
 pub use offset::{
     BoundaryType, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, OffsetResponseHeader,
     QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+};
+pub use pop::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    ConsumeInitMode, PopMessageRequestHeader, PopMessageResponseHeader,
 };
 pub use pull::{ExpressionType, PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag};
 pub use send::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
