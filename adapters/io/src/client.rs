@@ -15,7 +15,8 @@ use rocketmq_push_core::producer::{
 };
 use rocketmq_push_core::protocol::body::{
     BodyError, CheckClientRequestBody, ConsumeStatsBody, GetConsumerListByGroupResponseBody, JsonBody,
-    OffsetWrapper, SubscriptionData, TopicRouteData,
+    MessageModel, MessageQueueAssignment, MessageRequestMode, OffsetWrapper, QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody, SetMessageRequestModeRequestBody, SubscriptionData, TopicRouteData,
 };
 use rocketmq_push_core::protocol::header::{
     CreateTopicRequestHeader, GetConsumeStatsRequestHeader, GetConsumerListByGroupRequestHeader,
@@ -382,6 +383,47 @@ impl Client {
         }
         let r = ok(r)?;
         Ok(GetConsumerListByGroupResponseBody::decode(&r.body)?.consumer_id_list)
+    }
+
+    /// SET_MESSAGE_REQUEST_MODE: switch `group` on `topic` to PULL or POP on this broker, as
+    /// `mqadmin setConsumeMode` does (the setting is per broker). `pop_share_queue_num` 0 lets
+    /// every POP client pop from every queue.
+    pub fn set_message_request_mode(
+        &mut self,
+        topic: &str,
+        group: &str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: i32,
+    ) -> Result<(), ClientError> {
+        let body = SetMessageRequestModeRequestBody {
+            topic: topic.to_owned(),
+            consumer_group: group.to_owned(),
+            mode,
+            pop_share_queue_num,
+        };
+        let cmd = RemotingCommand::request(RequestCode::SetMessageRequestMode).with_body(body.encode());
+        ok(self.call(cmd)?).map(drop)
+    }
+
+    /// QUERY_ASSIGNMENT: the queues this broker assigns `client_id` of `group` on `topic`, and
+    /// how to read each (`None`: the broker does not know the client or the strategy).
+    pub fn query_assignment(
+        &mut self,
+        topic: &str,
+        group: &str,
+        client_id: &str,
+        strategy_name: &str,
+    ) -> Result<Option<Vec<MessageQueueAssignment>>, ClientError> {
+        let body = QueryAssignmentRequestBody {
+            topic: topic.to_owned(),
+            consumer_group: group.to_owned(),
+            client_id: client_id.to_owned(),
+            strategy_name: strategy_name.to_owned(),
+            message_model: MessageModel::Clustering,
+        };
+        let cmd = RemotingCommand::request(RequestCode::QueryAssignment).with_body(body.encode());
+        let r = ok(self.call(cmd)?)?;
+        Ok(QueryAssignmentResponseBody::decode(&r.body)?.message_queue_assignments)
     }
 
     /// A group's progress per queue on this broker (GET_CONSUME_STATS): of `topic`, or of every

@@ -26,7 +26,7 @@ pub(crate) struct RouteOpts {
 }
 
 /// Show a group's consumers and, per queue, its committed offset, the broker's max offset and
-/// the lag; `group reset` moves its offsets.
+/// the lag; `group reset` moves its offsets, `group mode` switches it between PULL and POP.
 #[derive(Args)]
 #[command(
     args_conflicts_with_subcommands = true,
@@ -34,7 +34,8 @@ pub(crate) struct RouteOpts {
     after_help = "Examples:
   rmqcat group -n 127.0.0.1:9876 -g my_group -t TopicA
   rmqcat group -g my_group                  every topic the brokers hold offsets of the group for
-  rmqcat group reset -g my_group -t TopicA --to first"
+  rmqcat group reset -g my_group -t TopicA --to first
+  rmqcat group mode -g my_group -t TopicA pop    switch the group to POP (5.x brokers)"
 )]
 pub(crate) struct GroupOpts {
     #[command(subcommand)]
@@ -160,11 +161,14 @@ pub(crate) fn route(mut o: RouteOpts) -> Outcome {
 #[derive(clap::Subcommand)]
 enum GroupAction {
     Reset(crate::reset::ResetOpts),
+    Mode(crate::mode::ModeOpts),
 }
 
 pub(crate) fn group(mut o: GroupOpts) -> Outcome {
-    if let Some(GroupAction::Reset(r)) = o.action {
-        return crate::reset::reset(r);
+    match o.action {
+        Some(GroupAction::Reset(r)) => return crate::reset::reset(r),
+        Some(GroupAction::Mode(m)) => return crate::mode::mode(m),
+        None => {}
     }
     let group = crate::wire_name(o.group.as_deref().unwrap_or_default());
     o.topic = o.topic.as_deref().map(crate::wire_name);

@@ -29,6 +29,7 @@ mod consume;
 mod decode;
 mod demo;
 mod format;
+mod mode;
 mod produce;
 mod progress;
 mod prometheus;
