@@ -8,10 +8,11 @@ use bytes::Bytes;
 
 use crate::codec::DecodeError;
 use crate::message::{MessageDecodeError, MessageExt, MessageQueue};
-use crate::protocol::body::{HeartbeatData, JsonBody, LockBatchRequestBody};
+use crate::protocol::body::{HeartbeatData, JsonBody, LockBatchRequestBody, QueryAssignmentRequestBody};
 use crate::protocol::header::{
-    ConsumerSendMsgBackRequestHeader, GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader,
-    GetMinOffsetRequestHeader, GetRouteInfoRequestHeader, PullMessageRequestHeader,
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumerSendMsgBackRequestHeader,
+    GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
+    GetRouteInfoRequestHeader, PopMessageRequestHeader, PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, SendMessageRequestHeaderV2,
     UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
@@ -536,6 +537,14 @@ pub enum Request {
     LockBatchMq(LockBatchRequestBody),
     /// UNLOCK_BATCH_MQ.
     UnlockBatchMq(LockBatchRequestBody),
+    /// QUERY_ASSIGNMENT (5.x): the broker's assignment and mode (PULL or POP) of a topic.
+    QueryAssignment(QueryAssignmentRequestBody),
+    /// POP_MESSAGE (5.x).
+    PopMessage(PopMessageRequestHeader),
+    /// ACK_MESSAGE (5.x).
+    AckMessage(AckMessageRequestHeader),
+    /// CHANGE_MESSAGE_INVISIBLETIME (5.x).
+    ChangeInvisibleTime(ChangeInvisibleTimeRequestHeader),
     /// An answer to a broker-initiated request (opaque and flags already set).
     Reply(RemotingCommand),
 }
@@ -558,6 +567,10 @@ impl Request {
             Self::SendMessage { .. } => RequestCode::SendMessageV2,
             Self::LockBatchMq(_) => RequestCode::LockBatchMq,
             Self::UnlockBatchMq(_) => RequestCode::UnlockBatchMq,
+            Self::QueryAssignment(_) => RequestCode::QueryAssignment,
+            Self::PopMessage(_) => RequestCode::PopMessage,
+            Self::AckMessage(_) => RequestCode::AckMessage,
+            Self::ChangeInvisibleTime(_) => RequestCode::ChangeMessageInvisibleTime,
             Self::Reply(r) => return Code::from_i32(r.code),
         };
         Code::Known(c)
@@ -580,6 +593,10 @@ impl Request {
             Self::SendMessage { .. } => "SendMessageV2",
             Self::LockBatchMq(_) => "LockBatchMq",
             Self::UnlockBatchMq(_) => "UnlockBatchMq",
+            Self::QueryAssignment(_) => "QueryAssignment",
+            Self::PopMessage(_) => "PopMessage",
+            Self::AckMessage(_) => "AckMessage",
+            Self::ChangeInvisibleTime(_) => "ChangeMessageInvisibleTime",
             Self::Reply(_) => "Reply",
         }
     }
@@ -603,6 +620,10 @@ impl Transmit {
             Request::SendMsgBack(h) => with(h),
             Request::SendMessage { header, body } => with(header).with_body(body.clone()),
             Request::LockBatchMq(b) | Request::UnlockBatchMq(b) => bare().with_body(b.encode()),
+            Request::QueryAssignment(b) => bare().with_body(b.encode()),
+            Request::PopMessage(h) => with(h),
+            Request::AckMessage(h) => with(h),
+            Request::ChangeInvisibleTime(h) => with(h),
         };
         cmd.code = self.request.code().value();
         cmd.opaque = self.opaque;
@@ -634,6 +655,14 @@ pub enum Event {
         topic: String,
         /// New queues.
         queues: Vec<MessageQueue>,
+    },
+    /// How the group reads a topic changed: an operator switched it between PULL and POP on the
+    /// brokers (`mqadmin setConsumeMode`), seen at a rebalance. Only without `clientRebalance`.
+    MessageRequestModeChanged {
+        /// Topic.
+        topic: String,
+        /// The mode from now on.
+        mode: crate::protocol::body::MessageRequestMode,
     },
     /// Queues no longer consumed by this client (offsets persisted first).
     QueuesRevoked {
@@ -806,4 +835,8 @@ pub enum MalformedFrame {
     /// The body.
     #[error("body: {0}")]
     Body(#[from] BodyError),
+    /// A pop answer whose offset lists do not give its messages receipts (they are not
+    /// consumed; the broker hands them out again after their invisible time).
+    #[error("pop receipts: {0}")]
+    Receipt(#[from] crate::protocol::receipt::ReceiptError),
 }

@@ -40,6 +40,9 @@ fn startup_then_consume_four_messages() {
             "Transmit:GetRouteInfoByTopic×2",
             "Connect",
             "Transmit:HeartBeat",
+            // The topic's mode from the broker first (5.x, no clientRebalance): PULL, so the
+            // consumer list and allocation here follow.
+            "Transmit:QueryAssignment",
             "Transmit:GetConsumerListByGroup",
             "Transmit:QueryConsumerOffset×2",
             "Event:QueuesAssigned",

@@ -71,6 +71,10 @@ pub struct ConsumerConfig {
     pub(crate) pull_threshold_size_for_topic_mib: Option<usize>,
     pub(crate) pull_interval: Duration,
     pub(crate) pull_batch_size: i32,
+    pub(crate) client_rebalance: bool,
+    pub(crate) pop_threshold_for_queue: usize,
+    pub(crate) pop_invisible_time: Duration,
+    pub(crate) pop_batch_nums: i32,
     pub(crate) pull_batch_size_in_bytes: i32,
     pub(crate) consume_message_batch_max_size: usize,
     pub(crate) post_subscription_when_pull: bool,
@@ -206,6 +210,21 @@ setters! {
     pull_batch_size: i32;
     /// `pullBatchSizeInBytes`, default 256 KiB.
     pull_batch_size_in_bytes: i32;
+    /// `clientRebalance`. Default **false** here, true in Java: each rebalance asks a broker
+    /// how the group reads each topic (QUERY_ASSIGNMENT; 5.x brokers) and pops where an
+    /// operator switched the group to POP (`mqadmin setConsumeMode`, `rmqcat group mode`);
+    /// where it reads by PULL, queues are still allocated here, by `allocateMessageQueueStrategy`.
+    /// True keeps pulling whatever the broker says, as Java's default does. Orderly and
+    /// broadcasting consumers always allocate here and pull, as in Java.
+    client_rebalance: bool;
+    /// `popThresholdForQueue`, default 96, 1..=65535: popped messages not yet acked or made
+    /// invisible again, above which a POP queue pops no more for 50 ms.
+    pop_threshold_for_queue: usize;
+    /// `popInvisibleTime`, default 60 000 ms, 5 000..=300 000: how long popped messages stay
+    /// invisible to the group before the broker hands them out again unless acked.
+    pop_invisible_time: Duration;
+    /// `popBatchNums`, default 32, 1..=32: most messages per pop.
+    pop_batch_nums: i32;
     /// `consumeMessageBatchMaxSize`, default 1, 1..=1024: messages per listener call.
     consume_message_batch_max_size: usize;
     /// `postSubscriptionWhenPull`, default false.
@@ -290,6 +309,10 @@ impl ConsumerConfigBuilder {
                 pull_threshold_size_for_topic_mib: None,
                 pull_interval: Duration::ZERO,
                 pull_batch_size: 32,
+                client_rebalance: false,
+                pop_threshold_for_queue: 96,
+                pop_invisible_time: Duration::from_secs(60),
+                pop_batch_nums: 32,
                 pull_batch_size_in_bytes: 256 * 1024,
                 consume_message_batch_max_size: 1,
                 post_subscription_when_pull: false,
@@ -421,6 +444,9 @@ impl ConsumerConfigBuilder {
         }
         range(c.pull_interval.as_millis(), 0, 65_535, "pullInterval", "0..=65535 ms")?;
         range(c.pull_batch_size, 1, 1024, "pullBatchSize", "1..=1024")?;
+        range(c.pop_threshold_for_queue, 1, 65_535, "popThresholdForQueue", "1..=65535")?;
+        range(c.pop_invisible_time.as_millis(), 5_000, 300_000, "popInvisibleTime", "5000..=300000 ms")?;
+        range(c.pop_batch_nums, 1, 32, "popBatchNums", "1..=32")?;
         range(c.pull_batch_size_in_bytes, 1, i32::MAX, "pullBatchSizeInBytes", ">= 1")?;
         range(c.consume_message_batch_max_size, 1, 1024, "consumeMessageBatchMaxSize", "1..=1024")?;
         range(c.max_reconsume_times, -1, 16_384, "maxReconsumeTimes", "-1..=16384")?;

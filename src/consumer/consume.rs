@@ -37,6 +37,8 @@ pub(super) struct InFlight {
     /// When it went out, or when the adapter reports user code started on it, in ms since the
     /// consumer started (consume RT; 4 bytes, where an `Instant` would grow every entry by 16).
     pub(super) since_ms: u32,
+    /// POP: the receipts to answer with (`offsets` are then only the messages' queue offsets).
+    pub(super) pop: Option<Box<super::pop::PopBatch>>,
 }
 
 /// A message on its way back to the broker.
@@ -66,7 +68,7 @@ pub(super) struct DirectReply {
 const TIMEOUT_DELAY_LEVEL: i32 = 3;
 
 impl Consumer {
-    fn next_batch_id(&mut self) -> BatchId {
+    pub(super) fn next_batch_id(&mut self) -> BatchId {
         let id = BatchId(self.next_batch);
         self.next_batch += 1;
         id
@@ -120,6 +122,7 @@ impl Consumer {
                 discard: false,
                 started: orderly,
                 since_ms: self.ms_since_start(self.now),
+                pop: None,
             },
         );
         let batch = Batch { id, queue, messages, kind: BatchKind::Concurrent };
@@ -141,7 +144,7 @@ impl Consumer {
     /// ([`report_starts`](Consumer::report_starts)), every batch goes out at once and its
     /// timeout counts from the reported start instead: one hand-off per batch of ready work
     /// rather than a round trip per listener slot.
-    fn hand_out(&mut self, batch: Batch) {
+    pub(super) fn hand_out(&mut self, batch: Batch) {
         if self.starts_reported {
             self.outputs.push_back(Output::Consume(batch));
             return;
@@ -262,7 +265,15 @@ impl Consumer {
             // Never dispatched, still waiting for a slot, or answered already.
             return Err(UsageError::UnknownBatch(id));
         }
-        let Some(b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
+        let Some(mut b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
+        if let Some(pop) = b.pop.take() {
+            if b.started {
+                self.trim_timeouts();
+                self.slot_freed();
+            }
+            self.on_pop_consumed(&b, *pop, &result);
+            return Ok(());
+        }
         if self.cfg.consume_mode == ConsumeMode::Orderly {
             self.on_orderly_result(id, b, result);
             return Ok(());
@@ -516,12 +527,14 @@ impl Consumer {
             self.timeouts.pop_front();
             let Some(b) = self.batches.get_mut(&id) else { continue };
             b.timed_out = true;
+            // POP: nothing to send back; unanswered, the message comes back after its invisible time.
+            let popped = b.pop.is_some();
             let (key, offsets) = (b.key, b.offsets.clone());
             self.stats.consume_timeouts += 1;
             let Some(q) = self.queues.get(key) else { continue };
             let queue = q.user_mq.clone();
             self.emit(Event::ConsumeTimeout { batch: id, queue });
-            if self.cfg.message_model == MessageModel::Clustering {
+            if self.cfg.message_model == MessageModel::Clustering && !popped {
                 for o in offsets {
                     self.send_back(key, o, TIMEOUT_DELAY_LEVEL);
                 }

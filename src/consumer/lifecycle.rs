@@ -213,7 +213,9 @@ impl Consumer {
         loop {
             match self.state {
                 RunState::Draining => {
-                    let busy = self.batches.values().any(|b| !b.timed_out) || !self.send_backs.is_empty();
+                    let busy = self.batches.values().any(|b| !b.timed_out)
+                        || !self.send_backs.is_empty()
+                        || self.pop_requests_out > 0;
                     if busy {
                         return;
                     }

@@ -69,6 +69,10 @@ impl Consumer {
 
     /// Where a newly held queue starts: locked first when locks are used.
     pub(super) fn begin_queue(&mut self, key: QueueKey) {
+        if let Some(q) = self.queues.get_mut(key).filter(|q| self.pop_queues.contains(&q.mq)) {
+            q.phase = Phase::Popping;
+            return self.try_pop(key);
+        }
         if self.uses_locks() {
             if let Some(q) = self.queues.get_mut(key) {
                 q.phase = Phase::Locking;
@@ -201,7 +205,7 @@ impl Consumer {
                 }
             }
             Phase::Pulling => self.orderly_next(key),
-            Phase::Locking | Phase::ComputingOffset | Phase::Releasing => {}
+            Phase::Locking | Phase::ComputingOffset | Phase::Releasing | Phase::Popping => {}
         }
     }
 

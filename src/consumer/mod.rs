@@ -22,6 +22,7 @@ mod lifecycle;
 mod locks;
 mod offsets;
 mod orderly;
+mod pop;
 mod pull;
 mod queues;
 mod rebalance;
@@ -74,6 +75,10 @@ pub struct QueueSnapshot {
     pub locked: bool,
     /// Orderly: a batch of this queue is with user code.
     pub consuming: bool,
+    /// POP: the broker hands this queue's messages out (queue id −1: every queue of the topic
+    /// on that broker); `cached_count` is then the messages popped and not yet answered, and
+    /// the offsets are unused (−1).
+    pub popping: bool,
     /// The queue's max offset on the broker, from the last pull answer (−1 before one).
     pub broker_max_offset: i64,
 }
@@ -168,6 +173,13 @@ pub struct Consumer {
     /// Topics (wire names) left out of heartbeats until the instant: a 4.9.x ACL broker refuses
     /// a whole heartbeat whose subscriptions name one topic without the SUB right.
     unheartbeated: BTreeMap<String, Instant>,
+    // POP
+    /// Brokers that answered a POP request with REQUEST_CODE_NOT_SUPPORTED (4.x): never asked again.
+    no_pop: BTreeSet<PeerAddr>,
+    /// Queues (wire names) the brokers assigned in POP mode.
+    pop_queues: BTreeSet<MessageQueue>,
+    /// Acks and invisibility changes in flight (shutdown waits for them).
+    pop_requests_out: usize,
 }
 
 impl Consumer {
@@ -235,6 +247,9 @@ impl Consumer {
             release_unlocks: HashMap::new(),
             refused_topics: hashbrown::HashSet::new(),
             unheartbeated: BTreeMap::new(),
+            no_pop: BTreeSet::new(),
+            pop_queues: BTreeSet::new(),
+            pop_requests_out: 0,
             cfg: config,
         };
         c.start();
@@ -344,11 +359,12 @@ impl Consumer {
                 next_offset: q.next_offset,
                 commit_offset: q.offset.value(),
                 watermark: if q.phase == queues::Phase::Pulling { q.pq.watermark(q.next_offset) } else { -1 },
-                cached_count: q.pq.count(),
+                cached_count: if q.phase == queues::Phase::Popping { q.pop_unanswered } else { q.pq.count() },
                 cached_bytes: q.pq.bytes(),
                 max_pulled: q.pq.max_offset(),
                 locked: self.holds_lock(k),
                 consuming: q.consuming.is_some(),
+                popping: q.phase == queues::Phase::Popping,
                 broker_max_offset: q.broker_max_offset,
             })
             .collect()

@@ -59,6 +59,9 @@ impl Consumer {
         if self.state != RunState::Running || self.paused {
             return;
         }
+        if self.queues.get(key).is_some_and(|q| q.phase == Phase::Popping) {
+            return self.try_pop(key);
+        }
         let (count_limit, size_limit) = (self.count_threshold(), self.size_threshold());
         let Some(q) = self.queues.get(key) else { return };
         if q.phase != Phase::Pulling || q.pull_in_flight || self.queue_paused(key) {

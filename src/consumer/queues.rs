@@ -17,6 +17,8 @@ pub(super) enum Phase {
     ComputingOffset,
     /// Pulling from `next_offset`.
     Pulling,
+    /// POP (5.x): popping from the broker, which assigned the queue in POP mode.
+    Popping,
     /// Orderly: released by a rebalance, waiting for its running batch before persisting and
     /// unlocking (never unlock under a running batch).
     Releasing,
@@ -66,6 +68,8 @@ pub(super) struct QueueState {
     /// shutdown's final updates wait until it is answered or has had [`PULL_SETTLE`] to be
     /// processed; otherwise an older commit could undo the final one and a restart replay.
     pub(super) pull_commit_sent: Option<std::time::Instant>,
+    /// POP: messages popped and not yet acked or made invisible again (Java's `waitAckCount`).
+    pub(super) pop_unanswered: usize,
 }
 
 /// How long after it was sent a pull has surely been processed by the broker (its commit
@@ -97,6 +101,7 @@ impl QueueState {
             dead_letters: 0,
             broker_gone: false,
             pull_commit_sent: None,
+            pop_unanswered: 0,
         }
     }
 }

@@ -71,6 +71,14 @@ impl Consumer {
         let name = names[self.rebalance_rotation % names.len()].to_owned();
         let Some(peer) = self.master_addr(&name) else { return };
         self.rebalancing.insert(topic.to_owned(), false);
+        // Unless the group reads the topic by POP (see pop.rs), allocation happens here.
+        if !self.query_assignment(topic, &peer) {
+            self.ask_consumer_list(topic, peer);
+        }
+    }
+
+    /// GET_CONSUMER_LIST_BY_GROUP for a rebalance of `topic` (marked as rebalancing).
+    pub(super) fn ask_consumer_list(&mut self, topic: &str, peer: PeerAddr) {
         let header = GetConsumerListByGroupRequestHeader { consumer_group: self.group.clone() };
         let timeout = self.cfg.mq_client_api_timeout;
         self.send_to_broker(
@@ -142,7 +150,9 @@ impl Consumer {
         for key in self.queues.keys_of_topic(topic) {
             let routed = self.routes.get(topic);
             let Some(q) = self.queues.get_mut(key) else { continue };
-            if q.phase != Phase::Releasing && target.binary_search(&q.mq).is_err() {
+            // A queue whose mode changed (PULL ↔ POP) is released and held again.
+            let mode_changed = (q.phase == Phase::Popping) != self.pop_queues.contains(&q.mq);
+            if q.phase != Phase::Releasing && (target.binary_search(&q.mq).is_err() || mode_changed) {
                 q.broker_gone = routed.is_some_and(|r| !r.queues.contains(&q.mq));
                 revoked.push(q.user_mq.clone());
                 self.revoke_queue(key);

@@ -63,6 +63,15 @@ pub(super) enum PendingKind {
         mqs: Vec<crate::message::MessageQueue>,
         shutdown: bool,
     },
+    /// QUERY_ASSIGNMENT for a rebalance of `topic`.
+    Assignment {
+        topic: String,
+    },
+    Pop {
+        key: QueueKey,
+    },
+    PopAck,
+    PopChangeInvisible,
 }
 
 #[derive(Debug)]
@@ -278,6 +287,10 @@ impl Consumer {
             PendingKind::Unregister => self.on_unregistered(&p.peer, Ok(cmd)),
             PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Ok(cmd)),
             PendingKind::Unlock { mqs, shutdown } => self.on_unlock(&mqs, shutdown),
+            PendingKind::Assignment { topic } => self.on_assignment(&p.peer, &topic, Ok(cmd)),
+            PendingKind::Pop { key } => self.on_pop(key, &p.peer, Ok(cmd)),
+            PendingKind::PopAck => self.on_pop_answer(&p.peer, true, Ok(cmd)),
+            PendingKind::PopChangeInvisible => self.on_pop_answer(&p.peer, false, Ok(cmd)),
         }
     }
 
@@ -305,6 +318,10 @@ impl Consumer {
             PendingKind::Unregister => self.on_unregistered(&p.peer, Err(f)),
             PendingKind::Lock { keys, sent } => self.on_lock(&keys, sent, &p.peer, Err(f)),
             PendingKind::Unlock { mqs, shutdown } => self.on_unlock(&mqs, shutdown),
+            PendingKind::Assignment { topic } => self.on_assignment(&p.peer, &topic, Err(f)),
+            PendingKind::Pop { key } => self.on_pop(key, &p.peer, Err(f)),
+            PendingKind::PopAck => self.on_pop_answer(&p.peer, true, Err(f)),
+            PendingKind::PopChangeInvisible => self.on_pop_answer(&p.peer, false, Err(f)),
         }
     }
 

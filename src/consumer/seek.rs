@@ -150,6 +150,11 @@ impl Consumer {
                 self.emit(Event::Seeked { queue, from: -1, to });
             }
             Phase::Releasing => {}
+            Phase::Popping => {
+                // The broker keeps a POP group's position; there is no offset here to move.
+                let (mq, to) = (q.mq.clone(), SeekTo::Offset(to));
+                self.seek_failed(&mq, to, "the group pops this topic: the broker keeps its position".into());
+            }
         }
     }
 

@@ -1245,6 +1245,7 @@ fn event_name(e: &Event) -> &'static str {
         Event::QueuesResumed { .. } => "QueuesResumed",
         Event::Seeked { .. } => "Seeked",
         Event::SeekFailed { .. } => "SeekFailed",
+        Event::MessageRequestModeChanged { .. } => "MessageRequestModeChanged",
         Event::Terminated => "Terminated",
     }
 }

@@ -28,6 +28,17 @@ pub struct Stats {
     pub pull_errors: u64,
     /// Pulls postponed by flow control.
     pub flow_control_delays: u64,
+    /// POP: ACK_MESSAGE requests answered SUCCESS.
+    pub pop_acks: u64,
+    /// POP: messages made invisible again for a later retry (CHANGE_MESSAGE_INVISIBLETIME
+    /// answered SUCCESS).
+    pub pop_retries: u64,
+    /// POP: acks and invisibility changes that failed (error answers, timeouts, no route); the
+    /// broker hands those messages out again after their invisible time.
+    pub pop_request_failures: u64,
+    /// POP: results that came after their message's invisible time had passed: not acked, the
+    /// broker hands the message out again (as Java's `isPopTimeout`).
+    pub pop_expired: u64,
 }
 
 /// Rates for one topic, as Java's `ConsumerStatsManager.consumeStatus` reports them and

@@ -207,6 +207,9 @@ fn describe(e: &Event) -> Option<String> {
             format!("{count} record(s) from {queue:?} outside the offsets asked for: dropped")
         }
         Event::LockFailed { queue } => format!("could not lock {queue:?}; retrying"),
+        Event::MessageRequestModeChanged { topic, mode } => {
+            format!("the brokers now hand out {topic} by {mode} (the group's mode was switched)")
+        }
         _ => return None,
     })
 }
@@ -479,10 +482,12 @@ async fn consume(
     }
     shared.stopping.store(true, Ordering::SeqCst);
     progress.finish();
+    let popped = consumer.queues().await.iter().any(|q| q.popping);
     consumer.shutdown().await;
     if !quiet {
         let n = shared.printed.load(Ordering::SeqCst);
-        say!("rmqcat: consumed {} message(s); offsets committed", thousands(n));
+        let how = if popped { "acked" } else { "offsets committed" };
+        say!("rmqcat: consumed {} message(s); {how}", thousands(n));
     }
     Ok(ExitCode::SUCCESS)
 }
