@@ -16,12 +16,27 @@
 //!   every message matches.
 //! * Every consumer group exists (`autoCreateSubscriptionGroup=true`), with 1 retry queue and
 //!   `retryMaxTimes` from the config; the broker is a master and all data is "in memory".
-//! * Transactions, static topics, pop, timer messages and the proxy are not simulated; a
+//! * Transactions, static topics, timer messages and the proxy are not simulated; a
 //!   `TRAN_MSG` message is stored as a normal one.
+//!
+//! POP (`pop.rs`, `docs/pop.md`): SET_MESSAGE_REQUEST_MODE, QUERY_ASSIGNMENT (PULL, POP with
+//! `popShareQueueNum`, BROADCASTING; the queues of every broker when the world sets the route
+//! with [`SimBroker::set_route_queues`]), POP_MESSAGE (receipts' offset lists, the v1 pop retry
+//! topic read first on every 5th pop instead of 20 % at random, initMode, tag filters, offsets
+//! committed at pop time, long polling until `bornTime + pollTime`), ACK_MESSAGE,
+//! CHANGE_MESSAGE_INVISIBLETIME, and revive of unacked messages into `%RETRY%{group}_{topic}`.
+//! Simplified: checkpoints are kept in memory and revive exactly at `popTime + invisibleTime`
+//! (the real revive service runs later, by a second or more); BATCH_ACK_MESSAGE is answered
+//! REQUEST_CODE_NOT_SUPPORTED; orderly pop (`order=true`) is served as a normal pop; no
+//! POLLING_FULL (no long-poll table limit); PEEK, NOTIFICATION and POLLING_INFO are unknown.
+//! [`SimBrokerConfig::pop_supported`] `false` answers every POP code as 4.9.x does.
 //! * Delayed messages become visible exactly at their due time (the real schedule service polls
 //!   every 100 ms).
 
 mod handlers;
+mod pop;
+#[cfg(test)]
+mod pop_tests;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -33,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 
+pub use self::pop::{PopState, PopStats, pop_retry_topic};
 use self::store::{Entry, Held, Topic};
 use crate::message::{
     DecodeOptions, Message, MessageExt, MessageQueue, Properties, UniqIdGenerator, decode_messages,
@@ -127,6 +143,9 @@ pub struct SimBrokerConfig {
     /// client whose credentials it does not accept: an unknown access key, a bad signature, an
     /// expired security token (none).
     pub refuse_all: Option<String>,
+    /// Serve POP, QUERY_ASSIGNMENT and SET_MESSAGE_REQUEST_MODE (true). False: answer them as
+    /// a 4.9.x broker does, REQUEST_CODE_NOT_SUPPORTED.
+    pub pop_supported: bool,
 }
 
 impl Default for SimBrokerConfig {
@@ -150,6 +169,7 @@ impl Default for SimBrokerConfig {
             deny_pull: Vec::new(),
             deny_as_acl_v1: false,
             refuse_all: None,
+            pop_supported: true,
         }
     }
 }
@@ -251,6 +271,7 @@ pub struct SimBroker {
     uniq: UniqIdGenerator,
     uniq_seq: u64,
     round_robin: u32,
+    pop: pop::PopService,
 }
 
 impl fmt::Debug for SimBroker {
@@ -349,6 +370,19 @@ fn body_crc(body: &[u8]) -> i32 {
     (crc.sum() & 0x7FFF_FFFF) as i32
 }
 
+/// The codes a 4.9.x broker does not know: POP and the broker-side rebalance.
+fn is_pop_code(code: RequestCode) -> bool {
+    matches!(
+        code,
+        RequestCode::PopMessage
+            | RequestCode::AckMessage
+            | RequestCode::ChangeMessageInvisibleTime
+            | RequestCode::BatchAckMessage
+            | RequestCode::QueryAssignment
+            | RequestCode::SetMessageRequestMode
+    )
+}
+
 fn tags_code(properties: &Properties) -> i32 {
     properties.get(keys::TAGS).map_or(0, java_string_hash)
 }
@@ -397,6 +431,7 @@ impl SimBroker {
             uniq: UniqIdGenerator::new(ip, 0, instance),
             uniq_seq: 0,
             round_robin: 0,
+            pop: pop::PopService::default(),
         }
     }
 
@@ -507,7 +542,13 @@ impl SimBroker {
             self.lagged_pulls.push_back((now + self.config.pull_lag, conn, cmd));
             return;
         }
-        let answer = match RequestCode::from_i32(cmd.code) {
+        let code = RequestCode::from_i32(cmd.code).filter(|c| self.config.pop_supported || !is_pop_code(*c));
+        let answer = match code {
+            Some(RequestCode::PopMessage) => self.on_pop(conn, &cmd, true, now),
+            Some(RequestCode::AckMessage) => Some(self.on_ack(conn, &cmd)),
+            Some(RequestCode::ChangeMessageInvisibleTime) => Some(self.on_change_invisible(conn, &cmd, now)),
+            Some(RequestCode::QueryAssignment) => Some(self.on_query_assignment(&cmd)),
+            Some(RequestCode::SetMessageRequestMode) => Some(self.on_set_request_mode(&cmd)),
             Some(RequestCode::PullMessage) => self.on_pull(conn, &cmd, true, now),
             Some(RequestCode::QueryConsumerOffset) => Some(self.on_query_offset(&cmd)),
             Some(RequestCode::UpdateConsumerOffset) => Some(self.on_update_offset(&cmd, now)),
@@ -558,6 +599,7 @@ impl SimBroker {
                 self.held_count -= before - q.held.len();
             }
         }
+        self.pop.disconnect(conn);
         self.lagged_pulls.retain(|(_, c, _)| *c != conn);
         self.out.retain(|o| o.conn != conn);
     }
@@ -575,6 +617,7 @@ impl SimBroker {
             }
         }
         self.held_count = 0;
+        self.pop.restart();
         self.lagged_pulls.clear();
         self.out.clear();
         self.closed.clear();
@@ -587,6 +630,7 @@ impl SimBroker {
     /// and every group's committed offsets are gone too.
     pub fn crash(&mut self, now: Instant) {
         self.restart(now);
+        self.pop.forget_states();
         self.offsets.clear();
         self.reset_offsets.clear();
         self.creating.clear();
@@ -637,6 +681,9 @@ impl SimBroker {
                 consider(m.last_update + self.config.channel_expired_timeout.min(MAX_WAIT));
             }
         }
+        if let Some(t) = self.pop.next_timeout() {
+            consider(t);
+        }
         next
     }
 
@@ -660,6 +707,7 @@ impl SimBroker {
             };
             self.append(ti, s.queue_id.max(0), s.draft, now);
         }
+        self.pop_timeouts(now);
 
         if self.check_interval().is_zero() {
             self.check_held(now, now);
@@ -871,6 +919,7 @@ impl SimBroker {
         let entry = Entry { record, store_timestamp: m.store_timestamp, tags_code };
         self.topics[ti].queues[qi].entries.push(entry);
         self.notify_arrival(ti, qi, tags_code, now);
+        self.pop_arrival(ti, queue_id, tags_code, now);
         (queue_offset, commit_log_offset)
     }
 
@@ -889,6 +938,11 @@ impl SimBroker {
     /// commits that arrive at the instant a map was created — sent together, not one after the
     /// other's answer — each put a map of their own, the last one kept.
     fn commit_offset(&mut self, group: &str, topic: &str, queue_id: i32, offset: i64, now: Instant) {
+        let back =
+            self.offsets.get(group).and_then(|t| t.get(topic)?.get(&queue_id)).is_some_and(|o| *o > offset);
+        if back {
+            self.pop.forget_from(group, topic, queue_id, offset);
+        }
         let topics = self.offsets.entry(group.to_owned()).or_default();
         let key = (group.to_owned(), topic.to_owned());
         let racing = self.creating.get(&key).is_some_and(|created| now == *created);

@@ -13,7 +13,14 @@
 //! 6. **Orderly: offset order per consumer**: each consumer gets a queue's messages in
 //!    increasing offsets, and never one at or below an offset it already finished (until the
 //!    queue is assigned again or the broker moves it).
-//! 7. **Liveness**, via [`Sim::all_done`](super::Sim::all_done): once faults heal, every produced
+//! 7. **POP: one delivery and one ack per receipt** (groups that pop only): a popped message
+//!    (one receipt) reaches the listener at most once, is acked at most once, never after its
+//!    listener failed on it or before its listener finished, and is not delivered or renewed
+//!    (change-invisible) after its ack. A consumer may ack a receipt it never delivered (Java
+//!    acks what its own filter drops). Each broker must never hand a popped message to a
+//!    second pop (`PopStats::repops`, forgiven after offsets were lost). What a pop commits is
+//!    not checked by invariant 1: the broker tracks each message it popped instead.
+//! 8. **Liveness**, via [`Sim::all_done`](super::Sim::all_done): once faults heal, every produced
 //!    message is consumed successfully or dead-lettered.
 //!
 //! Commits across owners are not required to be monotonic: a broker stores whatever a client
@@ -31,8 +38,8 @@ use crate::namespace::Namespace;
 use crate::producer::retry_topic;
 use crate::protocol::body::SubscriptionData;
 use crate::protocol::header::{
-    ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader, SendMessageRequestHeaderV2,
-    UpdateConsumerOffsetRequestHeader,
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumerSendMsgBackRequestHeader,
+    PullMessageRequestHeader, SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{ExpressionType, PullSysFlag, RemotingCommand, RequestCode, ResponseCode};
 
@@ -88,6 +95,10 @@ pub(super) struct Checker {
     pub(super) skip_broker_commits: bool,
     /// Consumer → the pauses it reported (`Event::QueuesPaused`) and has not resumed.
     paused: HashMap<usize, Vec<QueueSelector>>,
+    /// POP receipt → (consumer, its listener succeeded, when the listener finished).
+    pop_delivered: HashMap<String, (usize, bool, std::time::Duration)>,
+    /// POP receipts acked.
+    pop_acked: HashSet<String>,
 }
 
 impl Checker {
@@ -182,9 +193,48 @@ impl Checker {
         }
     }
 
-    pub(super) fn on_request(&mut self, i: usize, conn: ConnId, broker: Option<&str>, cmd: &RemotingCommand) {
+    /// A consumer's ACK or change-invisible of receipt `receipt` at `at`.
+    fn on_pop_ack(&mut self, i: usize, receipt: String, ack: bool, at: std::time::Duration) {
+        let what = if ack { "acked" } else { "changed the invisible time of" };
+        if self.pop_acked.contains(&receipt) {
+            self.fail(format!("consumer {i} {what} receipt {receipt:?} after acking it"));
+        }
+        if let (true, Some(&(by, ok, done))) = (ack, self.pop_delivered.get(&receipt)) {
+            if !ok {
+                self.fail(format!(
+                    "consumer {i} acked receipt {receipt:?}, which consumer {by}'s listener failed"
+                ));
+            } else if at < done {
+                self.fail(format!(
+                    "consumer {i} acked receipt {receipt:?} at {at:?}, before its listener finished at {done:?}"
+                ));
+            }
+        }
+        if ack {
+            self.pop_acked.insert(receipt);
+        }
+    }
+
+    pub(super) fn on_request(
+        &mut self,
+        i: usize,
+        conn: ConnId,
+        broker: Option<&str>,
+        cmd: &RemotingCommand,
+        at: std::time::Duration,
+    ) {
         let Some(broker) = broker else { return };
         match cmd.request_code() {
+            Some(RequestCode::AckMessage) => {
+                if let Ok(h) = cmd.header::<AckMessageRequestHeader>() {
+                    self.on_pop_ack(i, h.extra_info, true, at);
+                }
+            }
+            Some(RequestCode::ChangeMessageInvisibleTime) => {
+                if let Ok(h) = cmd.header::<ChangeInvisibleTimeRequestHeader>() {
+                    self.on_pop_ack(i, h.extra_info, false, at);
+                }
+            }
             Some(RequestCode::PullMessage) => {
                 if let Ok(h) = cmd.header::<PullMessageRequestHeader>() {
                     // A paused queue is not pulled.
@@ -287,6 +337,16 @@ impl Checker {
     }
 
     pub(super) fn on_consumed(&mut self, c: &Consumed) {
+        if let Some(receipt) = &c.receipt {
+            if let Some((by, _, _)) = self.pop_delivered.get(receipt) {
+                let msg =
+                    format!("receipt {receipt:?} delivered twice: to consumer {by}, then to {}", c.consumer);
+                self.fail(msg);
+            } else if self.pop_acked.contains(receipt) {
+                self.fail(format!("receipt {receipt:?} delivered to consumer {} after its ack", c.consumer));
+            }
+            self.pop_delivered.insert(receipt.clone(), (c.consumer, c.ok, c.at));
+        }
         if c.ok {
             let group = self.consumer_group.get(&c.consumer);
             let ns = group.and_then(|g| self.groups.get(g)).map(|g| g.ns.clone()).unwrap_or_default();
@@ -296,9 +356,18 @@ impl Checker {
         }
     }
 
-    fn finished(&self, sim: &Sim, group: &Group, broker: usize, mq: &MessageQueue, offset: i64) -> bool {
+    fn finished(
+        &self,
+        sim: &Sim,
+        (name, group): (&str, &Group),
+        broker: usize,
+        mq: &MessageQueue,
+        offset: i64,
+    ) -> bool {
         let b = &sim.brokers[broker];
+        // A popped message is the POP invariants' business (7): its pop committed past it.
         if offset < b.min_offset(&mq.topic, mq.queue_id)
+            || b.pop_state(name, &mq.topic, mq.queue_id, offset).is_some()
             || self.ok.contains(&(mq.clone(), offset))
             || group.seeked.get(mq).is_some_and(|to| offset < *to)
         {
@@ -342,7 +411,7 @@ impl Checker {
                         let from = self.verified.get(&key).copied().unwrap_or(baseline).min(committed);
                         let mut off = from.max(b.min_offset(topic, queue_id));
                         while off < committed {
-                            if !self.finished(sim, group, bi, &mq, off) {
+                            if !self.finished(sim, (group_name, group), bi, &mq, off) {
                                 return Err(format!(
                                     "{group_name} committed {committed} on {mq:?} but offset {off} is not finished"
                                 ));
@@ -352,6 +421,13 @@ impl Checker {
                         self.verified.insert(key, committed);
                     }
                 }
+            }
+        }
+        // 7. A broker never pops a message twice.
+        for b in &sim.brokers {
+            let repops = b.pop_stats().repops;
+            if repops > 0 {
+                return Err(format!("{} handed {repops} popped message(s) to a second pop", b.name()));
             }
         }
         // 3. Bounded caches.

@@ -23,7 +23,9 @@ mod ops;
 mod rng;
 mod world;
 
-pub use broker::{BROKER_VERSION, ConnId, Outgoing, SimBroker, SimBrokerConfig};
+pub use broker::{
+    BROKER_VERSION, ConnId, Outgoing, PopState, PopStats, SimBroker, SimBrokerConfig, pop_retry_topic,
+};
 pub use name_server::SimNameServer;
 pub use ops::{SimOp, run_ops};
 pub use rng::SimRng;

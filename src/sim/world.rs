@@ -117,6 +117,8 @@ pub struct Consumed {
     pub ok: bool,
     /// Virtual time since start.
     pub at: Duration,
+    /// Its POP receipt (`POP_CK`) when it was popped, `None` when pulled.
+    pub receipt: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -776,7 +778,8 @@ impl Sim {
                 Target::Broker(b) => Some(self.brokers[b].name().to_owned()),
                 Target::NameServer => None,
             };
-            self.checker.on_request(i, conn, broker.as_deref(), &cmd);
+            let elapsed = self.elapsed();
+            self.checker.on_request(i, conn, broker.as_deref(), &cmd, elapsed);
             if self.faults.garble_answers.contains(&cmd.code) {
                 self.garble.insert((conn, cmd.opaque));
             }
@@ -992,6 +995,7 @@ impl Sim {
                 reconsume_times: m.reconsume_times,
                 ok: n < ok_count,
                 at,
+                receipt: m.property(keys::POP_CK).map(str::to_owned),
             };
             // A direct consume is not consumption of the queue.
             if batch.kind != crate::BatchKind::Direct {
@@ -1079,6 +1083,9 @@ impl Sim {
                         }
                     }
                     Target::Broker(b) => {
+                        if cmd.code == crate::RequestCode::QueryAssignment as i32 {
+                            self.route_for_assignment(b, &cmd);
+                        }
                         self.brokers[b].handle(conn, cmd, self.now);
                         self.drain_broker(b);
                     }
@@ -1154,6 +1161,25 @@ impl Sim {
             Ev::BrokerUp(b) => self.broker_up[b] = true,
             Ev::Fault(f) => self.inject(f),
         }
+    }
+
+    /// QUERY_ASSIGNMENT allocates the topic's queues on every broker the name server routes (up
+    /// brokers, readable queues), as the real broker reads them from its route cache.
+    fn route_for_assignment(&mut self, b: usize, cmd: &RemotingCommand) {
+        use crate::protocol::JsonBody;
+        let Ok(body) = crate::protocol::body::QueryAssignmentRequestBody::decode(&cmd.body) else { return };
+        let mut queues = Vec::new();
+        for (broker, _) in self.brokers.iter().zip(&self.broker_up).filter(|(_, up)| **up) {
+            if let Some(r) = broker.topic_route(&body.topic) {
+                if r.perm & crate::protocol::body::perm::READ != 0 {
+                    let name = broker.name();
+                    queues.extend(
+                        (0..r.read_queue_nums).map(|q| MessageQueue::new(body.topic.as_str(), name, q)),
+                    );
+                }
+            }
+        }
+        self.brokers[b].set_route_queues(&body.topic, queues);
     }
 
     /// Step until `done(self)` or `limit` of virtual time passes. Err with a description if the
