@@ -3,7 +3,8 @@
 //! The sans-IO core of an Apache RocketMQ push consumer: the remoting codec, the typed protocol,
 //! and a state machine that does everything Java's `DefaultMQPushConsumer` does — routes,
 //! heartbeats, rebalance, long-polling pulls, flow control, concurrent and orderly consumption,
-//! send-back and retry, offsets, broker requests, graceful shutdown.
+//! send-back and retry, offsets, broker requests, graceful shutdown — and, where an operator
+//! switched a group to POP on 5.x brokers, popping with per-message acks instead of pulling.
 //!
 //! ## What sans-IO means here
 //!
@@ -127,6 +128,12 @@
 //!   and its offset landed. Across the group no queue has two batches with user code, except for
 //!   a batch running longer than the broker's lock lifetime minus ours (30 s by default) or across
 //!   a broker restart — a bound no client can close.
+//! - **POP follows the broker** (unless `clientRebalance`): each rebalance of a topic asks a
+//!   broker for its mode first (QUERY_ASSIGNMENT); queues it assigns in POP mode are popped,
+//!   every other answer (PULL, none, an error, a 4.x broker) allocates here as before. A popped
+//!   message is acked only after its listener succeeded, made invisible again after Java's
+//!   back-off when it failed, and otherwise comes back after its invisible time: nothing popped
+//!   is lost, and nothing is committed by offset.
 //!
 //! The simulator checks these after every step of every scenario and of a 10 000-seed randomized
 //! run with faults, a third of it orderly (`tests/sim_random.rs`).

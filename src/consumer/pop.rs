@@ -373,8 +373,9 @@ impl Consumer {
         msgs: Vec<crate::MessageExt>,
         items: Vec<PopItem>,
     ) {
+        let wall = self.wall_ms();
         let Some(q) = self.queues.get_mut(key) else { return };
-        q.last_consume_ms = self.cfg.start_wall_ms + (self.now - self.start).as_millis() as i64;
+        q.last_consume_ms = wall;
         let queue = q.user_mq.clone();
         let size = self.cfg.consume_message_batch_max_size.max(1);
         let offsets: Vec<i64> = msgs.iter().map(|m| m.queue_offset).collect();

@@ -40,6 +40,8 @@ pub struct Rec {
     pub offset: i64,
     pub reconsume: i32,
     pub tag: Option<String>,
+    /// When the listener saw it.
+    pub at: Instant,
 }
 
 /// One consume-hook call: the batch's (key, reconsume times), and for `after` whether it
@@ -75,6 +77,7 @@ impl Recorder {
             offset: m.queue_offset,
             reconsume: m.reconsume_times,
             tag: m.tags().map(str::to_owned),
+            at: Instant::now(),
         };
         self.0.lock().unwrap().push(rec);
     }
@@ -283,6 +286,17 @@ impl Env {
         matches!(self, Self::Sim(_))
     }
 
+    /// Switch `group` on `topic` to POP (or back to PULL), as `mqadmin setConsumeMode` does.
+    pub fn set_pop(&self, topic: &str, group: &str, pop: bool) {
+        use rocketmq_push_core::protocol::body::MessageRequestMode;
+        let mut c = match self {
+            Self::Real { broker, .. } => client(broker),
+            Self::Sim(s) => Client::connect(s.broker_addr(0), T).unwrap(),
+        };
+        let mode = if pop { MessageRequestMode::Pop } else { MessageRequestMode::Pull };
+        c.set_message_request_mode(topic, group, mode, 0).unwrap();
+    }
+
     pub fn create_topic(&self, topic: &str, queues: i32) {
         match self {
             Self::Real { broker, .. } => client(broker).create_topic(topic, queues).unwrap(),
@@ -475,6 +489,7 @@ pub fn run_all(a: &dyn Adapter, env: &Env) {
             "orderly: two members, 10,000 over 8 queues, one leaves; order kept, nothing lost",
             orderly_two_members,
         ),
+        ("pop: three members share two queues; a failure comes back after its invisible time", pop_shared),
     ];
     // `E2E_ONLY=word` runs the scenarios whose name contains it (while working on one).
     let only = std::env::var("E2E_ONLY").unwrap_or_default();
@@ -556,6 +571,63 @@ fn consume_commit_restart(a: &dyn Adapter, env: &Env) {
     // Only a second stored copy of a resent message may come from before the restart.
     let again = got.difference(&more_keys).count();
     assert!(again <= stored - keys.len(), "{again} re-delivered after the restart");
+}
+
+/// A group switched to POP: the broker hands messages to every member, so three members share
+/// a topic of two queues (under PULL one would idle); each message is delivered, acked once; a
+/// failed one comes back after its invisible time (Java's first back-off level, 10 s).
+fn pop_shared(a: &dyn Adapter, env: &Env) {
+    let (topic, group) = (unique("e2e_pop"), unique("g_pop"));
+    env.create_topic(&topic, 2);
+    env.set_pop(&topic, &group, true);
+    let (batch, keys) = msgs(&topic, 600, |_| None);
+    let failing = keys[7].clone();
+    let specs: Vec<Spec> = (0..3)
+        .map(|_| {
+            let mut s = Spec::new(&group, &topic);
+            let f = failing.clone();
+            s.decide = Arc::new(move |m| {
+                if *m.msg_id() == *f && m.reconsume_times == 0 { Outcome::Later } else { Outcome::Ok }
+            });
+            s
+        })
+        .collect();
+    let running: Vec<_> = specs.iter().map(|s| a.start(&env.name_server(), s)).collect();
+    // Every member pops before the messages arrive, so all three can get some.
+    let popping = |c: &dyn Running| c.queues().iter().any(|q| q.popping && *q.queue.topic == *topic);
+    wait(Duration::from_secs(30), "three members popping", || running.iter().all(|c| popping(c.as_ref())));
+    env.produce(batch);
+    let all = || specs.iter().flat_map(|s| s.recorder.all()).collect::<Vec<Rec>>();
+    wait(Duration::from_secs(90), "all consumed, the failed one again", || {
+        let recs = all();
+        let got: BTreeSet<&str> = recs.iter().map(|r| r.key.as_str()).collect();
+        keys.iter().all(|k| got.contains(k.as_str()))
+            && recs.iter().any(|r| r.key == failing && r.reconsume == 1)
+    });
+    let queues: Vec<Vec<QueueSnapshot>> = running.iter().map(|c| c.queues()).collect();
+    let stats: Vec<Stats> = running.iter().map(|c| c.stats()).collect();
+    for c in running {
+        c.shutdown();
+    }
+    let recs = all();
+    for (i, s) in specs.iter().enumerate() {
+        let mine = s.recorder.all().iter().filter(|r| r.topic == topic).count();
+        assert!(mine > 0, "member {i} got nothing: {:?} {:?}", queues[i], stats[i]);
+        let pop = queues[i].iter().find(|q| q.popping).expect("a POP queue");
+        assert_eq!(pop.queue.queue_id, -1, "POP from every queue of the broker: {pop:?}");
+    }
+    let mut tries: Vec<&Rec> = recs.iter().filter(|r| r.key == failing).collect();
+    tries.sort_by_key(|r| r.at);
+    assert_eq!(tries.iter().map(|r| r.reconsume).collect::<Vec<_>>(), [0, 1], "failed once, then once more");
+    let back_after = tries[1].at - tries[0].at;
+    assert!(back_after >= Duration::from_secs(9), "back after its invisible time, not {back_after:?}");
+    assert_eq!(tries[1].topic, topic, "the subscribed topic, as Java shows a revived message");
+    // A quiet run: each other message once (acked, never handed out again).
+    let others = recs.iter().filter(|r| r.key != failing).count();
+    assert_eq!(others, keys.len() - 1, "each message once");
+    let acks: u64 = stats.iter().map(|s| s.pop_acks).sum();
+    assert!(acks >= keys.len() as u64 - 1, "acks answered: {stats:?}");
+    assert_eq!(stats.iter().map(|s| s.pop_retries).sum::<u64>(), 1, "one made invisible again: {stats:?}");
 }
 
 fn retry_then_dlq(a: &dyn Adapter, env: &Env) {

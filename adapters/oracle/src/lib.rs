@@ -66,6 +66,9 @@ pub struct Setup {
     pub offset_file: Option<PathBuf>,
     /// `setNamespace`: topic, group and retry names travel as `NS%name`.
     pub namespace: Option<String>,
+    /// Java: `setClientRebalance(false)`, so a group switched to POP pops (ours follows the
+    /// broker's mode by default).
+    pub broker_rebalance: bool,
 }
 
 impl Setup {
@@ -86,6 +89,7 @@ impl Setup {
             offset_dir: None,
             offset_file: None,
             namespace: None,
+            broker_rebalance: false,
         }
     }
 }
@@ -166,6 +170,9 @@ impl Java {
         }
         if let Some(n) = &s.namespace {
             args.push(format!("namespace={n}"));
+        }
+        if s.broker_rebalance {
+            args.push("clientRebalance=false".into());
         }
         let mut jvm = "-Duser.timezone=UTC".to_owned();
         if let Some(d) = &s.offset_dir {

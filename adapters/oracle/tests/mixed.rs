@@ -133,3 +133,56 @@ fn java_and_ours_share_a_group() {
 fn java_and_ours_share_an_orderly_group() {
     mixed(true);
 }
+
+/// A group switched to POP with Java's push consumer (`clientRebalance=false`) and ours as
+/// members, on a topic of two queues: both pop from every queue (under PULL the queues would be
+/// split), nothing is lost, and a message one side fails comes back to the group after its
+/// invisible time.
+#[test]
+fn java_and_ours_share_a_pop_group() {
+    use rocketmq_push_core::protocol::body::MessageRequestMode;
+    let _one_at_a_time = serial();
+    let Some((ns, b)) = broker() else { return };
+    let topic = unique("mixed_pop");
+    create_topic(&b, &topic, 2);
+    let group = unique("g_mixed_pop");
+    rocketmq_push_io::Client::connect(&b, Duration::from_secs(10))
+        .unwrap()
+        .set_message_request_mode(&topic, &group, MessageRequestMode::Pop, 0)
+        .unwrap();
+    let s = Setup { from: From::First, broker_rebalance: true, ..Setup::new(&group, &topic) };
+    let java: Box<dyn Running> = Box::new(Java::start(&ns, &s));
+    let ours: Box<dyn Running> = Box::new(Ours::start(&ns, &s));
+    // Java dispatches its first pops 500 ms after its first rebalance.
+    std::thread::sleep(Duration::from_secs(5));
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = load(&ns, &topic, stop.clone());
+    std::thread::sleep(Duration::from_secs(8));
+    stop.store(true, Ordering::SeqCst);
+    let sent = producer.join().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let all_seen = || {
+        let seen: BTreeSet<String> = java.seen().into_iter().chain(ours.seen()).map(|r| r.key).collect();
+        sent.iter().all(|k| seen.contains(k))
+    };
+    while !all_seen() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (java_seen, ours_seen) = (java.stop(), ours.stop());
+    let all: Vec<&Rec> = java_seen.iter().chain(&ours_seen).collect();
+    let got: BTreeSet<&str> = all.iter().map(|r| r.key.as_str()).collect();
+    let lost = sent.iter().filter(|k| !got.contains(k.as_str())).count();
+    let (qj, qr) = (queues_since(&java_seen, 0), queues_since(&ours_seen, 0));
+    eprintln!(
+        "mixed (pop): {} sent, {lost} lost, {} duplicates; java {} from queues {qj:?}, ours {} from {qr:?}",
+        sent.len(),
+        all.len() - got.len(),
+        java_seen.len(),
+        ours_seen.len()
+    );
+    assert_eq!(lost, 0);
+    assert!(!java_seen.is_empty() && !ours_seen.is_empty(), "both members popped");
+    // Each side sees the queue it popped, -1 ("every queue"), as Java's context reports it.
+    assert_eq!(qj, BTreeSet::from([-1]), "java pops");
+    assert_eq!(qr, BTreeSet::from([-1]), "ours pops");
+}

@@ -29,6 +29,7 @@ import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
  * usage: OracleConsume namesrv=ADDR group=G topic=T [expr=TAG-EXPR | sql=SQL92] [from=first|last|timestamp]
  *        [timestamp=yyyyMMddHHmmss] [model=clustering|broadcasting] [orderly=true] [fail=N]
  *        [suspend=true] [maxReconsume=N] [instance=NAME] [batch=N] [threads=N] [namespace=NS]
+ *        [clientRebalance=false]
  * </pre>
  *
  * fail=N: a message is answered RECONSUME_LATER while its reconsumeTimes is below N (fail=-1:
@@ -71,6 +72,10 @@ public final class OracleConsume {
         }
         if (a.containsKey("maxReconsume")) {
             c.setMaxReconsumeTimes(Integer.parseInt(a.get("maxReconsume")));
+        }
+        if (a.containsKey("clientRebalance")) {
+            // false: the broker assigns queues and, for a group switched to POP, Java pops.
+            c.setClientRebalance(Boolean.parseBoolean(a.get("clientRebalance")));
         }
         if (a.containsKey("batch")) {
             c.setConsumeMessageBatchMaxSize(Integer.parseInt(a.get("batch")));
