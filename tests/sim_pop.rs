@@ -186,3 +186,39 @@ fn client_rebalance_pulls_a_pop_group_as_java_does_by_default() {
     assert!(!popping(&sim, c));
     assert!(sim.transcript(c).iter().all(|t| !t.contains("QueryAssignment") && !t.contains("PopMessage")));
 }
+
+#[test]
+fn a_message_revived_after_the_switch_back_to_pull_is_still_consumed() {
+    // One message's listener hangs past its invisible time; meanwhile the group goes back to
+    // PULL. Its revived copy sits in the pop retry topic, which only POP reads: the consumer
+    // pulls that topic after the switch, so the copy is not stranded.
+    let mut sim = Sim::builder(17)
+        .broker("broker-a", &[("T", 1)])
+        .listener(|_, b, _| {
+            let hang = b.messages.iter().any(|m| (m.queue_offset, m.reconsume_times) == (2, 0));
+            Verdict { took: if hang { Duration::from_secs(60) } else { Duration::ZERO }, ..Verdict::OK }
+        })
+        .build();
+    sim.broker_mut(0).set_message_request_mode("T", "G", MessageRequestMode::Pop, 0);
+    // Revived after the switch is seen (at the next rebalance, within 20 s).
+    let cfg = sim
+        .config("G")
+        .subscribe("T", "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .pop_invisible_time(Duration::from_secs(30));
+    let c = sim.add_consumer(cfg);
+    sim.run_until(|s| popping(s, c), Duration::from_secs(10)).unwrap();
+    sim.produce("T", 5);
+    sim.run_for(Duration::from_secs(1));
+    sim.broker_mut(0).set_message_request_mode("T", "G", MessageRequestMode::Pull, 0);
+    sim.run_until(|s| !popping(s, c), Duration::from_secs(25)).unwrap();
+    // (A pop the broker held across the switch may take the first copy and drop it with its
+    // queue: it is revived once more, one invisible time later.)
+    let from_retry = |m: &&rocketmq_push_core::sim::Consumed| m.ok && &*m.queue.topic == "%RETRY%G_T";
+    sim.run_until(|s| s.consumed().iter().any(|m| from_retry(&m)), Duration::from_secs(120)).unwrap();
+    let copy = sim.consumed().iter().find(from_retry).unwrap().clone();
+    assert_eq!(copy.topic, "T", "shown under the subscribed topic");
+    assert!(copy.reconsume_times >= 1, "{copy:?}");
+    assert!(copy.receipt.is_none(), "pulled, not popped");
+    assert_eq!(ok_keys(&sim).len(), 5, "nothing lost");
+}

@@ -111,40 +111,52 @@ impl Consumer {
                     ));
                 }
                 let wire = self.ns.wrap(&topic);
-                // A newer subscription version than any the brokers have seen: pulls must wait
-                // for a heartbeat carrying it (SUBSCRIPTION_NOT_LATEST otherwise).
-                let version = self.subs.get(&wire).map_or(0, |s| s.sub_version + 1).max(self.wall_ms());
-                self.subs.insert(
-                    wire.clone(),
-                    SubscriptionData::build(&wire, &expression, ExpressionType::Tag, version),
-                );
-                self.subscriptions_changed();
-                self.query_route(&wire);
+                self.add_subscription(&wire, &expression);
                 Ok(())
             }
             Command::Unsubscribe { topic } => {
                 let wire = self.ns.wrap(&topic);
-                if self.subs.remove(&wire).is_none() {
+                if !self.drop_subscription(&wire) {
                     return Err(UsageError::InvalidCommand("not subscribed to that topic"));
                 }
-                let revoked: Vec<_> = self
-                    .queues
-                    .keys_of_topic(&wire)
-                    .into_iter()
-                    .filter_map(|k| {
-                        let q = self.queues.get(k).filter(|q| q.phase != Phase::Releasing)?.user_mq.clone();
-                        self.revoke_queue(k);
-                        Some(q)
-                    })
-                    .collect();
-                if !revoked.is_empty() {
-                    self.emit(Event::QueuesRevoked { topic, queues: revoked });
-                }
-                self.routes.remove(&wire);
-                self.subscriptions_changed();
                 Ok(())
             }
         }
+    }
+
+    /// Subscribe `wire` (a topic's wire name) to `expression` (TAG) from now on.
+    pub(super) fn add_subscription(&mut self, wire: &str, expression: &str) {
+        // A newer subscription version than any the brokers have seen: pulls must wait
+        // for a heartbeat carrying it (SUBSCRIPTION_NOT_LATEST otherwise).
+        let version = self.subs.get(wire).map_or(0, |s| s.sub_version + 1).max(self.wall_ms());
+        self.subs
+            .insert(wire.to_owned(), SubscriptionData::build(wire, expression, ExpressionType::Tag, version));
+        self.subscriptions_changed();
+        self.query_route(wire);
+    }
+
+    /// Stop consuming `wire`: its queues are released (offsets persisted first). False if it
+    /// was not subscribed.
+    pub(super) fn drop_subscription(&mut self, wire: &str) -> bool {
+        if self.subs.remove(wire).is_none() {
+            return false;
+        }
+        let revoked: Vec<_> = self
+            .queues
+            .keys_of_topic(wire)
+            .into_iter()
+            .filter_map(|k| {
+                let q = self.queues.get(k).filter(|q| q.phase != Phase::Releasing)?.user_mq.clone();
+                self.revoke_queue(k);
+                Some(q)
+            })
+            .collect();
+        if !revoked.is_empty() {
+            self.emit(Event::QueuesRevoked { topic: self.ns.unwrap(wire).to_owned(), queues: revoked });
+        }
+        self.routes.remove(wire);
+        self.subscriptions_changed();
+        true
     }
 
     /// Brokers must hear the new subscriptions before the next pull: re-register everywhere.

@@ -65,6 +65,19 @@ const POP_RPC_TIMEOUT: Duration = Duration::from_secs(3);
 /// `PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL`.
 const BROKER_FLOW_CONTROL_DELAY: Duration = Duration::from_millis(20);
 
+/// The group's pop retry topic for `topic` (wire names): where the broker revives what was
+/// popped and not acked (`KeyBuilder.buildPopRetryTopicV1`).
+pub(super) fn pop_retry_topic(group: &str, topic: &str) -> String {
+    format!("{RETRY_TOPIC_PREFIX}{group}_{topic}")
+}
+
+/// The subscribed topic of a message pulled from one of `group`'s pop retry topics (v1 `_` or
+/// v2 `+`; `KeyBuilder.parseNormalTopic`).
+pub(super) fn topic_of_pop_retry<'a>(group: &str, retry: &'a str) -> Option<&'a str> {
+    let rest = retry.strip_prefix(RETRY_TOPIC_PREFIX)?.strip_prefix(group)?;
+    rest.strip_prefix('_').or_else(|| rest.strip_prefix('+')).filter(|t| !t.is_empty())
+}
+
 /// What a POP batch needs to answer for each message.
 #[derive(Debug)]
 pub(super) struct PopBatch {
@@ -180,8 +193,17 @@ impl Consumer {
         self.pop_queues.extend(pops);
         if before != now {
             let mode = if now { MessageRequestMode::Pop } else { MessageRequestMode::Pull };
-            let topic = self.ns.unwrap(topic).to_owned();
-            self.emit(Event::MessageRequestModeChanged { topic, mode });
+            let user = self.ns.unwrap(topic).to_owned();
+            self.emit(Event::MessageRequestModeChanged { topic: user, mode });
+            // Messages popped before the switch and never answered are revived into the pop
+            // retry topic: pulled, they are not stranded there (as Java does). Popping, the
+            // broker reads that topic itself, so pulling it would hand its messages out twice.
+            let retry = pop_retry_topic(&self.group, topic);
+            if now {
+                self.drop_subscription(&retry);
+            } else {
+                self.add_subscription(&retry, "*");
+            }
         }
     }
 

@@ -305,11 +305,16 @@ impl Consumer {
             msgs.retain(|m| s.matches_tag(m.tags()));
         }
         let mut fresh = Vec::with_capacity(msgs.len());
+        // Pulled from a pop retry topic (left over from POP): shown under the subscribed topic.
+        let pop_retry_of =
+            if retry_topic { super::pop::topic_of_pop_retry(&self.group, &q.mq.topic) } else { None };
         for m in msgs.iter_mut() {
             // A retry message carries its original topic (resetRetryAndNamespace).
             if retry_topic {
                 if let Some(original) = m.properties.get(keys::RETRY_TOPIC) {
                     m.topic = self.ns.unwrap(original).into();
+                } else if let Some(t) = pop_retry_of {
+                    m.topic = self.ns.unwrap(t).into();
                 }
             } else if unwrap_ns {
                 let plain = self.ns.unwrap(&m.topic);

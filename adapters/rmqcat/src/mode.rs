@@ -51,7 +51,10 @@ pub(crate) struct ModeOpts {
 
 pub(crate) fn mode(o: ModeOpts) -> Outcome {
     if o.topic.starts_with("%RETRY%") {
-        return Err(Failure::Usage(format!("{}: a retry topic follows its group's topic; name that", o.topic)));
+        return Err(Failure::Usage(format!(
+            "{}: a retry topic follows its group's topic; name that",
+            o.topic
+        )));
     }
     if o.share < 0 {
         return Err(Failure::Usage(format!("--share {}: must be 0 or more", o.share)));
