@@ -1,4 +1,5 @@
-//! Randomized runs: a topology, consume mode (a third orderly), listener behaviour (failures,
+//! Randomized runs: a topology, consume mode (a third orderly, a sixth of the others' group
+//! switched to POP on the brokers), listener behaviour (failures,
 //! slow and very slow batches, poison messages) and fault schedule from each seed; the simulator
 //! checks the invariants after every step, and every run must end with every produced message
 //! consumed or dead-lettered once the faults heal. Consumers run inside a `Driver` as adapters
@@ -13,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use rocketmq_push_core::protocol::body::MessageRequestMode;
 use rocketmq_push_core::sim::{Fault, Faults, Sim, SimBrokerConfig, SimRng, Verdict};
 use rocketmq_push_core::{AllocateStrategy, ConsumeFromWhere, ConsumeMode, ConsumeResult};
 
@@ -24,6 +26,8 @@ struct Plan {
     /// The broker works through pulls this late (offset updates at once).
     pull_lag: Duration,
     orderly: bool,
+    /// The group is switched to POP on every broker before the consumers start.
+    pop: bool,
     long_batches: bool,
     poison: bool,
     brokers: usize,
@@ -57,6 +61,10 @@ fn plan(seed: u64) -> Plan {
     // processed up to 40 ms late, offset updates at once.
     let mut lag = SimRng::new(seed ^ 0x9a11_1a60);
     let pull_lag = if lag.below(4) == 0 { Duration::from_millis(1 + lag.below(40)) } else { Duration::ZERO };
+    // A sixth of the concurrent seeds pop (a stream of its own). No poison messages there:
+    // POP has no dead-letter queue (Java acks them after 4 hours).
+    let pop = !orderly && SimRng::new(seed ^ 0x0909_b0b0).below(4) == 0;
+    let poison = poison && !pop;
     let mut r = SimRng::new(seed);
     let brokers = 1 + r.below(2) as usize;
     let consumers = 1 + r.below(3) as usize;
@@ -102,6 +110,7 @@ fn plan(seed: u64) -> Plan {
         adapter_queue,
         pull_lag,
         orderly,
+        pop,
         long_batches,
         poison,
         brokers,
@@ -149,6 +158,11 @@ fn run(seed: u64) -> Result<u64, String> {
         b = b.broker(&format!("broker-{}", (b'a' + i as u8) as char), &[("T", p.queues)]);
     }
     let mut sim = b.build();
+    if p.pop {
+        for i in 0..p.brokers {
+            sim.broker_mut(i).set_message_request_mode("T", "G", MessageRequestMode::Pop, 0);
+        }
+    }
     let cfg = sim
         .config("G")
         .subscribe("T", "*")
@@ -158,7 +172,8 @@ fn run(seed: u64) -> Result<u64, String> {
         .max_reconsume_times(3)
         .consume_thread_min(p.slots)
         .consume_thread_max(p.slots)
-        .consume_mode(if p.orderly { ConsumeMode::Orderly } else { ConsumeMode::Concurrently });
+        .consume_mode(if p.orderly { ConsumeMode::Orderly } else { ConsumeMode::Concurrently })
+        .pop_invisible_time(Duration::from_secs(5));
     for _ in 0..p.consumers {
         sim.add_consumer(cfg.clone());
     }

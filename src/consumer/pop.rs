@@ -138,7 +138,10 @@ impl Consumer {
             self.rebalancing.remove(topic);
             return;
         }
-        let answer = match result {
+        // `Some`: the broker said how the group reads the topic. `None`: it did not (a timeout,
+        // a lost link, an error, or `{}` from a broker that does not know us yet), which says
+        // nothing about the mode: a popping topic keeps popping, a pulling one is allocated here.
+        let answer: Option<Vec<_>> = match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => {
                 match QueryAssignmentResponseBody::decode(&cmd.body) {
                     Ok(b) => b.message_queue_assignments,
@@ -148,11 +151,13 @@ impl Consumer {
                     }
                 }
             }
+            Ok(cmd) if cmd.code == ResponseCode::RequestCodeNotSupported as i32 => {
+                // A 4.x broker: never asked again; it pulls.
+                self.no_pop.insert(peer.clone());
+                Some(Vec::new())
+            }
             Ok(cmd) => {
-                if cmd.code == ResponseCode::RequestCodeNotSupported as i32 {
-                    // A 4.x broker: never asked again; it pulls.
-                    self.no_pop.insert(peer.clone());
-                } else if super::requests::is_permission_refusal(&cmd) {
+                if super::requests::is_permission_refusal(&cmd) {
                     // About our credentials, as the consumer list that follows will be: once.
                     self.report_refusal(peer, RequestCode::QueryAssignment, &cmd);
                 } else {
@@ -162,16 +167,26 @@ impl Consumer {
             }
             Err(_) => None,
         };
+        let Some(answer) = answer else {
+            if self.pop_queues.iter().any(|q| &*q.topic == topic) {
+                // Ask again soon (another broker, if there is one); the queues stay as they are.
+                self.rebalancing.remove(topic);
+                self.rebalance_rotation += 1;
+                self.request_rebalance();
+            } else {
+                self.ask_consumer_list(topic, peer.clone());
+            }
+            return;
+        };
         // Only this topic's queues: an answer naming others is not applied.
-        let assigned: Vec<_> =
-            answer.unwrap_or_default().into_iter().filter(|a| &*a.message_queue.topic == topic).collect();
+        let assigned: Vec<_> = answer.into_iter().filter(|a| &*a.message_queue.topic == topic).collect();
         let pops: Vec<MessageQueue> = assigned
             .iter()
             .filter(|a| a.mode == MessageRequestMode::Pop)
             .map(|a| a.message_queue.clone())
             .collect();
         if pops.is_empty() {
-            // PULL, or no usable answer: allocate here, as always.
+            // PULL: allocate here, as always.
             self.set_pop_queues(topic, Vec::new());
             self.ask_consumer_list(topic, peer.clone());
             return;

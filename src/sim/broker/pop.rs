@@ -739,7 +739,10 @@ impl SimBroker {
         let key = (h.consumer_group.clone(), h.topic.clone(), h.queue_id, h.offset);
         if self.ack_entry(&h.consumer_group, &h.topic, h.queue_id, &receipt, h.offset) {
             self.pop.stats.acked += 1;
-            self.pop.states.insert(key, PopState::Acked);
+            // As for a revive: a state forgotten with lost offsets stays forgotten.
+            if let Some(state) = self.pop.states.get_mut(&key) {
+                *state = PopState::Acked;
+            }
         } else if self.pop.states.get(&key) == Some(&PopState::Acked) {
             self.pop.stats.double_acks += 1;
         } else {
@@ -777,7 +780,9 @@ impl SimBroker {
         self.pop.stats.changed += 1;
         let key = (h.consumer_group.clone(), h.topic.clone(), h.queue_id, h.offset);
         let visible_at = wall.saturating_add(h.invisible_time);
-        self.pop.states.insert(key, PopState::Invisible { visible_at });
+        if let Some(state) = self.pop.states.get_mut(&key) {
+            *state = PopState::Invisible { visible_at };
+        }
         self.add_checkpoint(
             &h.consumer_group,
             &h.topic,
@@ -831,7 +836,11 @@ impl SimBroker {
     fn revive(&mut self, key: &CkKey, ck: &Checkpoint, offset: i64, now: Instant) {
         let (group, topic, queue_id) = (&key.0, &key.1, key.2);
         let state_key = (group.clone(), topic.clone(), queue_id, offset);
-        self.pop.states.insert(state_key, PopState::Revived);
+        // A state forgotten with lost offsets stays forgotten: the message may be popped from
+        // its queue again as well as revived (a crash's duplicates).
+        if let Some(state) = self.pop.states.get_mut(&state_key) {
+            *state = PopState::Revived;
+        }
         let Some(record) =
             self.queue(topic, queue_id).and_then(|q| q.entry(offset)).map(|e| e.record.clone())
         else {
