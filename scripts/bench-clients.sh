@@ -8,6 +8,8 @@
 #   tokio, blocking, async-std, smol   this project's adapters (`rmqcat bench --adapter …`)
 #   tokio1     the tokio adapter on a runtime of one worker thread (the others: two)
 #   java       Java's DefaultMQPushConsumer 5.3.3 (tests/java ConsumeBench)
+#   tokio-pop, java-pop   the same with the group switched to POP first (`rmqcat group mode`;
+#              Java with clientRebalance=false, which it needs to pop)
 #   go         rocketmq-client-go v2's push consumer (tests/go/consume_bench; skipped without go)
 #
 # Throughput: COUNT messages (default 300000, BODY_BYTES 100) in a fresh topic with 8 queues; each
@@ -59,16 +61,22 @@ mkdir -p "$OUT/logs"
 # with "ms" (and "p50_ms"/"p99_ms").
 client_cmd() { # CLIENT TOPIC GROUP COUNT
   local client=$1 topic=$2 group=$3 count=$4
+  if [[ $client == *-pop ]]; then
+    # Untimed: the operator's switch, before the consumer starts.
+    "$RMQCAT" group mode -q -n "$NAMESRV_ADDR" -g "$group" -t "$topic" pop >/dev/null
+  fi
   case $client in
-  java)
+  java | java-pop)
     cmd=("$JAVA" -Xms64m -Xmx512m -Drocketmq.client.logUseSlf4j=false -Drocketmq.log.level=WARN
       -Drocketmq.client.logLevel=WARN -Drocketmq.log.root="$OUT/logs" -Drocketmq.client.logRoot="$OUT/logs"
       -cp "$OUT/build/classes:$OUT/lib/*" rmqtest.ConsumeBench "$NAMESRV_ADDR" "$topic" "$group" "$count")
+    if [[ $client == java-pop ]]; then cmd+=(pop); fi
     ;;
   go) cmd=("$GO_BENCH" "$NAMESRV_ADDR" "$topic" "$group" "$count") ;;
   *)
     local adapter=("--adapter" "$client")
     [[ $client == tokio1 ]] && adapter=(--adapter tokio --tokio-workers 1)
+    if [[ $client == *-pop ]]; then adapter=("--adapter" "${client%-pop}"); fi
     cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" "${adapter[@]}" --json)
     ;;
   esac

@@ -811,3 +811,33 @@ fn bench_measures_every_adapter_against_the_real_broker() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     bench_every_adapter(&ns, &topic, 2000);
 }
+
+#[test]
+fn group_mode_switches_a_group_to_pop_and_consume_follows() {
+    let Some(ns) = real_name_server() else { return };
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let (topic, group) = (format!("rmqcat_pop_{stamp}"), format!("rmqcat_pop_g_{stamp}"));
+    let lines: String = (1..=20).map(|i| format!("pop-{i}\n")).collect();
+    let o = run_with_stdin(&["produce", "-n", &ns, "-t", &topic, "--create", "2"], lines.as_bytes());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = run(&["group", "mode", "-n", &ns, "-g", &group, "-t", &topic, "pop"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains(&format!("group {group} on {topic} is now POP")), "{}", text(&o.stdout));
+    let o = run(&[
+        "consume", "-n", &ns, "-g", &group, "-t", &topic, "--from", "first", "-c", "20", "-f", "%q %s\\n",
+    ]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("by POP") && err.contains("acked"), "{err}");
+    // Popped from both queues, each message once.
+    let out = text(&o.stdout);
+    let bodies: BTreeSet<&str> = out.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert_eq!((bodies.len(), out.lines().count()), (20, 20), "{out}");
+    let queues: BTreeSet<&str> = out.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(queues, BTreeSet::from(["0", "1"]), "{out}");
+    // Back to PULL; a retry topic is refused before anything is sent.
+    let o = run(&["group", "mode", "-n", &ns, "-g", &group, "-t", &topic, "pull"]);
+    assert!(text(&o.stdout).contains("is now PULL"), "{}", text(&o.stdout));
+    let o = run(&["group", "mode", "-n", &ns, "-g", &group, "-t", &format!("%RETRY%{group}"), "pop"]);
+    one_line_error(&o, 2, "a retry topic follows its group's topic");
+}

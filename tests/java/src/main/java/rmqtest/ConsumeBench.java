@@ -19,15 +19,17 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
  * to the last message, and the latency p50/p99 in ms.
  *
  * <pre>
- * usage: ConsumeBench NAMESRV TOPIC GROUP COUNT
+ * usage: ConsumeBench NAMESRV TOPIC GROUP COUNT [pop]
  * </pre>
+ *
+ * pop: setClientRebalance(false), so a group switched to POP on the broker pops.
  */
 public final class ConsumeBench {
     private ConsumeBench() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 4) {
-            System.err.println("usage: ConsumeBench NAMESRV TOPIC GROUP COUNT");
+        if (args.length != 4 && !(args.length == 5 && "pop".equals(args[4]))) {
+            System.err.println("usage: ConsumeBench NAMESRV TOPIC GROUP COUNT [pop]");
             System.exit(2);
         }
         String namesrv = args[0];
@@ -41,6 +43,9 @@ public final class ConsumeBench {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        if (args.length == 5) {
+            consumer.setClientRebalance(false);
+        }
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             long now = System.currentTimeMillis();
