@@ -459,7 +459,7 @@ impl Consumer {
         let max = self.cfg.effective_max_reconsume_times();
         let mut dropped = 0;
         for (i, item) in pop.items.iter().enumerate() {
-            if wall - item.receipt.pop_time >= item.receipt.invisible_time {
+            if wall.saturating_sub(item.receipt.pop_time) >= item.receipt.invisible_time {
                 // Visible again already: the broker hands it out anew whatever we say.
                 self.stats.pop_expired += 1;
                 continue;
@@ -468,7 +468,7 @@ impl Consumer {
                 self.ack(&pop.topic, &item.receipt);
                 continue;
             }
-            let age = wall - item.born_timestamp;
+            let age = wall.saturating_sub(item.born_timestamp);
             let level = if result.delay_level < 0 || (item.reconsume_times >= max && age > DROP_AFTER_MS) {
                 None
             } else if item.reconsume_times >= max {
