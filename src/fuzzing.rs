@@ -24,7 +24,7 @@ use crate::protocol::header::{
     PullMessageResponseHeader, ResetOffsetRequestHeader, SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 };
-use crate::protocol::receipt::{PopReceipt, attach_receipts};
+use crate::protocol::receipt::{PopReceipt, attach_receipts_each};
 use crate::protocol::{CommandHeader, JsonBody, RemotingCommand, SerializeType};
 
 /// The wire cannot tell an empty binary remark from none; compare commands modulo that.
@@ -64,10 +64,10 @@ fn pop_answer(cmd: &RemotingCommand) {
     let Ok(header) = PopMessageResponseHeader::read_from(&cmd.ext_fields) else { return };
     let opts = DecodeOptions { decompress: true, max_body_size: 1 << 20 };
     let Ok(mut msgs) = decode_records(&cmd.body, &opts) else { return };
-    if let Ok(receipts) = attach_receipts(&mut msgs, &header, "broker-a", "T") {
-        assert_eq!(receipts.len(), msgs.len(), "one receipt per message");
-        for (m, r) in msgs.iter().zip(&receipts) {
-            assert_eq!(r.queue_id, m.queue_id, "receipt names the message's queue");
+    let receipts = attach_receipts_each(&mut msgs, &header, "broker-a", "T");
+    assert_eq!(receipts.len(), msgs.len(), "one result per message");
+    for (m, r) in msgs.iter().zip(&receipts) {
+        if let Ok(r) = r {
             assert_eq!(m.properties.get(crate::message::keys::POP_CK), Some(r.to_string().as_str()));
         }
     }

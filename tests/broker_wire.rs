@@ -754,4 +754,35 @@ fn pop_mode_assignment_pop_ack_change_invisible_and_revive() {
     assert!([0, ResponseCode::NoMessage as i32].contains(&stale), "stale ack answered {stale}");
     let (code, msgs, _) = pop(&mut b, 60_000);
     assert!(msgs.is_empty(), "nothing left: {code} {msgs:?}");
+    // bornTime 0: the broker holds the pop by its own clock (a client whose clock is behind
+    // the broker's by more than the hold would otherwise be answered at once, every time).
+    let h = PopMessageRequestHeader {
+        consumer_group: group.clone(),
+        topic: topic.clone(),
+        queue_id: -1,
+        max_msg_nums: 32,
+        invisible_time: 60_000,
+        poll_time: 2_000,
+        born_time: 0,
+        init_mode: 0,
+        exp_type: None,
+        exp: Some("*".into()),
+        order: Some(false),
+        attempt_id: None,
+        bname: Some(broker_name.clone()),
+    };
+    let sent = Instant::now();
+    let r = b.call(RemotingCommand::request(RequestCode::PopMessage).with_header(&h), T);
+    assert_eq!(r.code, ResponseCode::PollingTimeout as i32, "{}", r.remark_str());
+    assert!(
+        sent.elapsed() >= Duration::from_millis(1_500),
+        "held, not answered at once: {:?}",
+        sent.elapsed()
+    );
+    // A bornTime far behind the broker's clock is answered at once ("timeout too much").
+    let late = PopMessageRequestHeader { born_time: now_ms() - 60_000, ..h };
+    let sent = Instant::now();
+    let r = b.call(RemotingCommand::request(RequestCode::PopMessage).with_header(&late), T);
+    assert_eq!(r.code, ResponseCode::PollingTimeout as i32, "{}", r.remark_str());
+    assert!(sent.elapsed() < Duration::from_millis(1_000), "answered at once: {:?}", sent.elapsed());
 }

@@ -119,6 +119,9 @@ impl Consumer {
                 if !self.drop_subscription(&wire) {
                     return Err(UsageError::InvalidCommand("not subscribed to that topic"));
                 }
+                // And what POP added for it: its pop retry topic, its POP queues.
+                self.drop_subscription(&super::pop::pop_retry_topic(&self.group, &wire));
+                self.pop_queues.retain(|q| *q.topic != *wire);
                 Ok(())
             }
         }

@@ -36,7 +36,7 @@ use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumeInitMode, PopMessageRequestHeader,
     PopMessageResponseHeader,
 };
-use crate::protocol::receipt::{PopReceipt, attach_receipts};
+use crate::protocol::receipt::{PopReceipt, attach_receipts_each};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::rebalance::AllocateStrategy;
 use crate::timer::{QueueKey, Timer};
@@ -61,6 +61,11 @@ const POP_TIMEOUT_MARGIN: Duration = Duration::from_secs(10);
 /// QUERY_ASSIGNMENT, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME time out after this (Java:
 /// `QUERY_ASSIGNMENT_TIMEOUT`, `ASYNC_TIMEOUT`).
 const POP_RPC_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// An empty pop answered sooner than this was not held (a broker refusing to hold, or one
+/// answering at once on purpose): the next goes after [`UNHELD_RETRY`], not at once.
+const UNHELD_MS: i64 = 50;
+const UNHELD_RETRY: Duration = Duration::from_millis(100);
 
 /// `PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL`.
 const BROKER_FLOW_CONTROL_DELAY: Duration = Duration::from_millis(20);
@@ -169,10 +174,10 @@ impl Consumer {
         };
         let Some(answer) = answer else {
             if self.pop_queues.iter().any(|q| &*q.topic == topic) {
-                // Ask again soon (another broker, if there is one); the queues stay as they are.
+                // The queues stay as they are; the next periodic rebalance asks again (another
+                // broker, if there is one).
                 self.rebalancing.remove(topic);
                 self.rebalance_rotation += 1;
-                self.request_rebalance();
             } else {
                 self.ask_consumer_list(topic, peer.clone());
             }
@@ -185,7 +190,11 @@ impl Consumer {
             .filter(|a| a.mode == MessageRequestMode::Pop)
             .map(|a| a.message_queue.clone())
             .collect();
-        if pops.is_empty() {
+        // A POP queue on a broker without POP (a 4.x one in a mixed cluster) cannot be popped:
+        // the topic is pulled, allocated here, as a whole.
+        let unpoppable =
+            pops.iter().any(|q| self.master_addr(&q.broker_name).is_some_and(|a| self.no_pop.contains(&a)));
+        if pops.is_empty() || unpoppable {
             // PULL: allocate here, as always.
             self.set_pop_queues(topic, Vec::new());
             self.ask_consumer_list(topic, peer.clone());
@@ -228,7 +237,12 @@ impl Consumer {
             return;
         }
         let Some(q) = self.queues.get(key) else { return };
-        if q.phase != Phase::Popping || q.pull_in_flight || self.queue_paused(key) {
+        // No longer POP (the topic went back to PULL): released at the coming allocation.
+        if q.phase != Phase::Popping
+            || q.pull_in_flight
+            || self.queue_paused(key)
+            || !self.pop_queues.contains(&q.mq)
+        {
             return;
         }
         self.timers.stop(Timer::Pull(key));
@@ -252,7 +266,10 @@ impl Consumer {
             max_msg_nums: self.cfg.pop_batch_nums,
             invisible_time: self.cfg.pop_invisible_time.as_millis() as i64,
             poll_time: self.cfg.broker_suspend_max_time.as_millis() as i64,
-            born_time: self.wall_ms(),
+            // 0: the broker times the hold by its own clock. Java sends its clock, and a client
+            // behind the broker's by more than the hold is answered at once, every time, in a
+            // tight loop (checked against 5.3.3: tests/broker_wire.rs).
+            born_time: 0,
             init_mode: match self.cfg.consume_from_where {
                 ConsumeFromWhere::ConsumeFromFirstOffset => ConsumeInitMode::Min,
                 _ => ConsumeInitMode::Max,
@@ -292,8 +309,16 @@ impl Consumer {
         };
         match ResponseCode::from_i32(cmd.code) {
             Some(ResponseCode::Success) => self.on_popped(key, peer, cmd),
-            // The hold ended with nothing: pop again at once.
-            Some(ResponseCode::PollingTimeout | ResponseCode::PullNotFound) => self.try_pop(key),
+            // The hold ended with nothing: pop again at once — unless it was not held at all,
+            // which a working broker does not do: then not faster than ten times a second.
+            Some(ResponseCode::PollingTimeout | ResponseCode::PullNotFound) => {
+                let held_ms = self.queues.get(key).map_or(0, |q| self.wall_ms() - q.last_pull_ms);
+                if held_ms < UNHELD_MS {
+                    self.retry_pull_later(key, UNHELD_RETRY);
+                } else {
+                    self.try_pop(key);
+                }
+            }
             Some(ResponseCode::FlowControl) => self.retry_pull_later(key, BROKER_FLOW_CONTROL_DELAY),
             Some(ResponseCode::PollingFull) => {
                 self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception)
@@ -352,14 +377,23 @@ impl Consumer {
                 return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
             }
         };
-        let receipts = match attach_receipts(&mut msgs, &header, &broker, &topic) {
-            Ok(r) => r,
-            Err(e) => {
-                self.emit_malformed(peer.clone(), RequestCode::PopMessage, e);
-                self.stats.pull_errors += 1;
-                return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
+        // A message without a usable receipt cannot be acked: it is reported and left to come
+        // back after its invisible time; the others go on.
+        let mut receipts = Vec::with_capacity(msgs.len());
+        let mut unreadable = None;
+        for r in attach_receipts_each(&mut msgs, &header, &broker, &topic) {
+            match r {
+                Ok(r) => receipts.push(Some(r)),
+                Err(e) => {
+                    unreadable = unreadable.or(Some(e));
+                    receipts.push(None);
+                }
             }
-        };
+        }
+        if let Some(e) = unreadable {
+            self.emit_malformed(peer.clone(), RequestCode::PopMessage, e);
+            self.stats.pull_errors += 1;
+        }
         if self.cfg.namespace.is_some() {
             let plain: Arc<str> = self.ns.unwrap(&topic).into();
             for m in msgs.iter_mut() {
@@ -371,6 +405,7 @@ impl Consumer {
         let mut kept = Vec::with_capacity(msgs.len());
         let mut items: Vec<PopItem> = Vec::with_capacity(msgs.len());
         for (m, receipt) in msgs.into_iter().zip(receipts) {
+            let Some(receipt) = receipt else { continue };
             if filter.as_ref().is_some_and(|s| !s.matches_tag(m.tags())) {
                 self.ack(&topic, &receipt);
                 continue;

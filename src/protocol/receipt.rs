@@ -208,24 +208,46 @@ fn entries<'a>(
 /// subscribed `topic` (a revived message arrives under it already; the receipt keeps where it
 /// really came from).
 ///
-/// Returns the receipts in message order. Messages the lists do not cover are an error: an
-/// answer we cannot ack is one to drop whole (its messages come back after the invisible time).
+/// Returns the receipts in message order; all or the first error ([`attach_receipts_each`]
+/// keeps the messages that do get one).
 pub fn attach_receipts(
     messages: &mut [MessageExt],
     header: &PopMessageResponseHeader,
     broker_name: &str,
     topic: &str,
 ) -> Result<Vec<PopReceipt>, ReceiptError> {
+    attach_receipts_each(messages, header, broker_name, topic).into_iter().collect()
+}
+
+/// [`attach_receipts`], one result per message: a message whose `POP_CK` does not read (any
+/// producer can set that property) gets one from the offset lists instead, and a message the
+/// lists do not cover fails alone (it cannot be acked; it comes back after its invisible time).
+pub fn attach_receipts_each(
+    messages: &mut [MessageExt],
+    header: &PopMessageResponseHeader,
+    broker_name: &str,
+    topic: &str,
+) -> Vec<Result<PopReceipt, ReceiptError>> {
     let mut starts: Vec<(RetryFlag, i32, i64)> = Vec::new();
+    let mut bad_lists = None;
     for e in entries("startOffsetInfo", header.start_offset_info.as_deref()) {
-        let (retry, queue, value) = e?;
-        let offset =
-            value.parse().map_err(|_| ReceiptError::Entry { list: "startOffsetInfo", entry: clip(value) })?;
-        starts.push((retry, queue, offset));
+        let parsed = e.and_then(|(retry, queue, value)| {
+            let offset = value
+                .parse()
+                .map_err(|_| ReceiptError::Entry { list: "startOffsetInfo", entry: clip(value) })?;
+            Ok((retry, queue, offset))
+        });
+        match parsed {
+            Ok(entry) => starts.push(entry),
+            Err(e) => bad_lists = bad_lists.or(Some(e)),
+        }
     }
     let mut listed: Vec<(RetryFlag, i32, &str)> = Vec::new();
     for e in entries("msgOffsetInfo", header.msg_offset_info.as_deref()) {
-        listed.push(e?);
+        match e {
+            Ok(entry) => listed.push(entry),
+            Err(e) => bad_lists = bad_lists.or(Some(e)),
+        }
     }
     let topic: std::sync::Arc<str> = topic.into();
     let mut receipts = Vec::with_capacity(messages.len());
@@ -233,18 +255,21 @@ pub fn attach_receipts(
     // that queue's msgOffsetInfo list.
     let mut seen: Vec<(RetryFlag, i32, usize)> = Vec::new();
     for m in messages.iter_mut() {
-        let receipt = match m.properties.get(keys::POP_CK) {
-            Some(text) => PopReceipt::parse(text)?,
-            None => {
+        let given = m.properties.get(keys::POP_CK).map(PopReceipt::parse);
+        let receipt = match given {
+            Some(Ok(r)) => Ok(r),
+            _ => {
+                // Java keys by the retry flag of the receipt the message carries, else by its
+                // topic; a receipt that does not read says nothing.
                 let retry = RetryFlag::of_topic(&m.topic);
                 let key = (retry, m.queue_id);
-                let unlisted =
-                    |list| ReceiptError::Unlisted { list, queue_id: m.queue_id, offset: m.queue_offset };
-                let ck = starts
-                    .iter()
-                    .find(|(r, q, _)| (*r, *q) == key)
-                    .map(|e| e.2)
-                    .ok_or_else(|| unlisted("startOffsetInfo"))?;
+                let unlisted = |list| {
+                    bad_lists.clone().unwrap_or(ReceiptError::Unlisted {
+                        list,
+                        queue_id: m.queue_id,
+                        offset: m.queue_offset,
+                    })
+                };
                 let index = match seen.iter_mut().find(|(r, q, _)| (*r, *q) == key) {
                     Some(slot) => {
                         slot.2 += 1;
@@ -255,37 +280,38 @@ pub fn attach_receipts(
                         0
                     }
                 };
-                let offsets = listed
-                    .iter()
-                    .find(|(r, q, _)| (*r, *q) == key)
-                    .map(|e| e.2)
-                    .ok_or_else(|| unlisted("msgOffsetInfo"))?;
-                let offset = offsets
-                    .split(',')
-                    .nth(index)
-                    .and_then(|o| o.parse().ok())
-                    .ok_or_else(|| unlisted("msgOffsetInfo"))?;
-                PopReceipt {
-                    ck_queue_offset: ck,
-                    pop_time: header.pop_time,
-                    invisible_time: header.invisible_time,
-                    revive_qid: header.revive_qid,
-                    retry,
-                    broker_name: broker_name.to_owned(),
-                    queue_id: m.queue_id,
-                    queue_offset: offset,
+                let ck = starts.iter().find(|(r, q, _)| (*r, *q) == key).map(|e| e.2);
+                let offsets = listed.iter().find(|(r, q, _)| (*r, *q) == key).map(|e| e.2);
+                match (ck, offsets) {
+                    (None, _) => Err(unlisted("startOffsetInfo")),
+                    (Some(ck), offsets) => offsets
+                        .and_then(|o| o.split(',').nth(index))
+                        .and_then(|o| o.parse().ok())
+                        .map(|offset| PopReceipt {
+                            ck_queue_offset: ck,
+                            pop_time: header.pop_time,
+                            invisible_time: header.invisible_time,
+                            revive_qid: header.revive_qid,
+                            retry,
+                            broker_name: broker_name.to_owned(),
+                            queue_id: m.queue_id,
+                            queue_offset: offset,
+                        })
+                        .ok_or_else(|| unlisted("msgOffsetInfo")),
                 }
             }
         };
-        let mut props = m.properties.with(keys::POP_CK, &receipt.to_string());
-        if props.get(keys::FIRST_POP_TIME).is_none() {
-            props = props.with(keys::FIRST_POP_TIME, &header.pop_time.to_string());
+        if let Ok(r) = &receipt {
+            let mut props = m.properties.with(keys::POP_CK, &r.to_string());
+            if props.get(keys::FIRST_POP_TIME).is_none() {
+                props = props.with(keys::FIRST_POP_TIME, &header.pop_time.to_string());
+            }
+            m.properties = props;
         }
-        m.properties = props;
         m.topic = topic.clone();
         receipts.push(receipt);
     }
-    Ok(receipts)
+    receipts
 }
 
 #[cfg(test)]
@@ -357,6 +383,19 @@ mod tests {
         assert_eq!(rs[1].retry, RetryFlag::RetryV1);
         assert_eq!(&*ms[1].topic, "T");
         assert_eq!(ms[0].properties.get(keys::FIRST_POP_TIME), Some("12"), "the first pop time is kept");
+    }
+
+    #[test]
+    fn an_unreadable_pop_ck_is_rebuilt_from_the_lists_and_an_unlisted_message_fails_alone() {
+        let mut bad = msg("T", 3, 100);
+        bad.properties = Properties::from_pairs([(keys::POP_CK, "forged by a producer")]);
+        let mut ms = vec![bad, msg("T", 3, 101), msg("T", 5, 7)];
+        let rs = attach_receipts_each(&mut ms, &header("0 3 100", "0 3 100,101"), "b", "T");
+        assert_eq!(rs[0].as_ref().unwrap().queue_offset, 100, "rebuilt from the lists");
+        assert_eq!(rs[1].as_ref().unwrap().queue_offset, 101);
+        assert_eq!(rs[2], Err(ReceiptError::Unlisted { list: "startOffsetInfo", queue_id: 5, offset: 7 }));
+        assert_eq!(ms[0].properties.get(keys::POP_CK), Some("100 1000 60000 3 0 b 3 100"));
+        assert_eq!(ms[2].properties.get(keys::POP_CK), None, "no receipt, no property");
     }
 
     #[test]
