@@ -28,6 +28,19 @@ fn popping(sim: &Sim, i: usize) -> bool {
     sim.consumer(i).is_some_and(|c| c.queue_snapshots().iter().any(|q| q.popping && &*q.queue.topic == "T"))
 }
 
+/// G switched to POP on T, and one member popping it with `invisible` as its invisible time.
+fn one_popping_member(sim: &mut Sim, invisible: Duration) -> usize {
+    sim.broker_mut(0).set_message_request_mode("T", "G", MessageRequestMode::Pop, 0);
+    let cfg = sim
+        .config("G")
+        .subscribe("T", "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .pop_invisible_time(invisible);
+    let c = sim.add_consumer(cfg);
+    sim.run_until(|s| popping(s, c), Duration::from_secs(10)).unwrap();
+    c
+}
+
 fn ok_keys(sim: &Sim) -> BTreeSet<String> {
     sim.consumed().iter().filter(|c| c.ok && c.topic == "T").map(|c| c.key.clone()).collect()
 }
@@ -99,14 +112,7 @@ fn an_unanswered_message_comes_back_after_its_invisible_time() {
             Verdict { took: if hang { Duration::from_secs(100) } else { Duration::ZERO }, ..Verdict::OK }
         })
         .build();
-    sim.broker_mut(0).set_message_request_mode("T", "G", MessageRequestMode::Pop, 0);
-    let cfg = sim
-        .config("G")
-        .subscribe("T", "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .pop_invisible_time(Duration::from_secs(5));
-    let c = sim.add_consumer(cfg);
-    sim.run_until(|s| popping(s, c), Duration::from_secs(10)).unwrap();
+    let c = one_popping_member(&mut sim, Duration::from_secs(5));
     sim.produce("T", 10);
     sim.run_until(|s| s.consumed().iter().any(|m| m.reconsume_times == 1), Duration::from_secs(30)).unwrap();
     sim.run_until(|s| s.consumer(c).is_some_and(|c| c.stats().pop_expired == 1), Duration::from_secs(120))
@@ -199,15 +205,8 @@ fn a_message_revived_after_the_switch_back_to_pull_is_still_consumed() {
             Verdict { took: if hang { Duration::from_secs(60) } else { Duration::ZERO }, ..Verdict::OK }
         })
         .build();
-    sim.broker_mut(0).set_message_request_mode("T", "G", MessageRequestMode::Pop, 0);
     // Revived after the switch is seen (at the next rebalance, within 20 s).
-    let cfg = sim
-        .config("G")
-        .subscribe("T", "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .pop_invisible_time(Duration::from_secs(30));
-    let c = sim.add_consumer(cfg);
-    sim.run_until(|s| popping(s, c), Duration::from_secs(10)).unwrap();
+    let c = one_popping_member(&mut sim, Duration::from_secs(30));
     sim.produce("T", 5);
     sim.run_for(Duration::from_secs(1));
     sim.broker_mut(0).set_message_request_mode("T", "G", MessageRequestMode::Pull, 0);

@@ -64,6 +64,14 @@ pub(super) struct DirectReply {
     pub(super) started: Instant,
 }
 
+/// How many of a concurrent batch's `n` messages `result` says succeeded (the first ones).
+pub(super) fn succeeded(result: &ConsumeResult, n: usize) -> usize {
+    match result.status {
+        ConsumeStatus::Success => result.ack_index.map_or(n, |i| (i + 1).min(n)),
+        ConsumeStatus::ReconsumeLater | ConsumeStatus::SuspendCurrentQueueAMoment => 0,
+    }
+}
+
 /// Delay level the consume-timeout path uses (`cleanExpireMsg` sends back with level 3).
 const TIMEOUT_DELAY_LEVEL: i32 = 3;
 
@@ -287,10 +295,7 @@ impl Consumer {
             return Ok(());
         }
         let n = b.offsets.len();
-        let ok = match result.status {
-            ConsumeStatus::Success => result.ack_index.map_or(n, |i| (i + 1).min(n)),
-            ConsumeStatus::ReconsumeLater | ConsumeStatus::SuspendCurrentQueueAMoment => 0,
-        };
+        let ok = succeeded(&result, n);
         self.stats.consumed_ok += ok as u64;
         self.stats.consumed_failed += (n - ok) as u64;
         self.count_consumed(&b, ok);

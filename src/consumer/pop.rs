@@ -25,7 +25,7 @@ use super::lifecycle::RunState;
 use super::queues::Phase;
 use super::requests::{Failure, PendingKind};
 use crate::config::ConsumeMode;
-use crate::event::{Batch, BatchKind, ConsumeResult, ConsumeStatus, Event, Messages, PeerAddr, Request};
+use crate::event::{Batch, BatchKind, ConsumeResult, Event, Messages, PeerAddr, Request};
 use crate::message::{DecodeBudget, MessageQueue, decode_messages_within};
 use crate::producer::RETRY_TOPIC_PREFIX;
 use crate::protocol::body::ConsumeFromWhere;
@@ -419,21 +419,8 @@ impl Consumer {
         }
         let Some(q) = self.queues.get_mut(key) else { return };
         q.pop_unanswered += kept.len();
-        self.stats.pulled += kept.len() as u64;
         let (slot, sent_ms) = (q.stats_slot, q.last_pull_ms);
-        let rt = (self.wall_ms() - sent_ms).max(0) as u64;
-        if let Some(w) = self.windows.at(slot) {
-            w.pull_rt.add(rt, 1);
-            if !kept.is_empty() {
-                w.pull_tps.add(kept.len() as u64, 1);
-            }
-        }
-        // The next pop goes out before the batches, as the next pull does.
-        if self.cfg.pull_interval.is_zero() {
-            self.try_pop(key);
-        } else {
-            self.retry_pull_later(key, self.cfg.pull_interval);
-        }
+        self.found_then_next(key, slot, sent_ms, kept.len());
         self.dispatch_popped(key, topic, kept, items);
     }
 
@@ -480,10 +467,7 @@ impl Consumer {
     /// even when its queue was released meanwhile: a receipt needs only its broker.
     pub(super) fn on_pop_consumed(&mut self, b: &InFlight, pop: PopBatch, result: &ConsumeResult) {
         let n = pop.items.len();
-        let ok = match result.status {
-            ConsumeStatus::Success => result.ack_index.map_or(n, |i| (i + 1).min(n)),
-            ConsumeStatus::ReconsumeLater | ConsumeStatus::SuspendCurrentQueueAMoment => 0,
-        };
+        let ok = super::consume::succeeded(result, n);
         self.stats.consumed_ok += ok as u64;
         self.stats.consumed_failed += (n - ok) as u64;
         self.count_consumed(b, ok);

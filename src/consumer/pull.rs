@@ -59,11 +59,11 @@ impl Consumer {
         if self.state != RunState::Running || self.paused {
             return;
         }
-        if self.queues.get(key).is_some_and(|q| q.phase == Phase::Popping) {
-            return self.try_pop(key);
-        }
         let (count_limit, size_limit) = (self.count_threshold(), self.size_threshold());
         let Some(q) = self.queues.get(key) else { return };
+        if q.phase == Phase::Popping {
+            return self.try_pop(key);
+        }
         if q.phase != Phase::Pulling || q.pull_in_flight || self.queue_paused(key) {
             return;
         }
@@ -328,28 +328,35 @@ impl Consumer {
         q.suggest_broker_id = h.suggest_which_broker_id;
         let chunk = std::sync::Arc::new(msgs);
         q.pq.put_all(&chunk, state, |offset| fresh.push(offset));
-        self.stats.pulled += fresh.len() as u64;
-        // Java's PULL_RT and PULL_TPS: only answers that found messages count.
         let (slot, sent_ms) = (q.stats_slot, q.last_pull_ms);
-        let rt = (self.wall_ms() - sent_ms).max(0) as u64;
-        if let Some(w) = self.windows.at(slot) {
-            w.pull_rt.add(rt, 1);
-            if !fresh.is_empty() {
-                w.pull_tps.add(fresh.len() as u64, 1);
-            }
-        }
         self.update_commit(key);
-        // The next pull goes out before the batches: its round trip to the broker then overlaps
-        // the handing out (Java's callback also asks again at once, but hands out on a thread).
-        if self.cfg.pull_interval.is_zero() {
-            self.try_pull(key);
-        } else {
-            self.retry_pull_later(key, self.cfg.pull_interval);
-        }
+        self.found_then_next(key, slot, sent_ms, fresh.len());
         if orderly {
             self.orderly_next(key);
         } else if !fresh.is_empty() {
             self.dispatch(key, &fresh);
+        }
+    }
+
+    /// An answer (pull or pop) that found `n` new messages for `key`, sent at `sent_ms`: count
+    /// it, then send the next request before the batches go out — its round trip to the broker
+    /// then overlaps the handing out (Java's callback also asks again at once, but hands out on
+    /// a thread).
+    pub(super) fn found_then_next(&mut self, key: QueueKey, slot: usize, sent_ms: i64, n: usize) {
+        self.stats.pulled += n as u64;
+        // Java's PULL_RT and PULL_TPS: only answers that found messages count.
+        let rt = (self.wall_ms() - sent_ms).max(0) as u64;
+        if let Some(w) = self.windows.at(slot) {
+            w.pull_rt.add(rt, 1);
+            if n > 0 {
+                w.pull_tps.add(n as u64, 1);
+            }
+        }
+        // `try_pull` pops a POP queue.
+        if self.cfg.pull_interval.is_zero() {
+            self.try_pull(key);
+        } else {
+            self.retry_pull_later(key, self.cfg.pull_interval);
         }
     }
 
