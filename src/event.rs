@@ -8,7 +8,9 @@ use bytes::Bytes;
 
 use crate::codec::DecodeError;
 use crate::message::{MessageDecodeError, MessageExt, MessageQueue};
-use crate::protocol::body::{HeartbeatData, JsonBody, LockBatchRequestBody, QueryAssignmentRequestBody};
+use crate::protocol::body::{
+    BatchAckMessageRequestBody, HeartbeatData, JsonBody, LockBatchRequestBody, QueryAssignmentRequestBody,
+};
 use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
@@ -545,6 +547,8 @@ pub enum Request {
     AckMessage(AckMessageRequestHeader),
     /// CHANGE_MESSAGE_INVISIBLETIME (5.x).
     ChangeInvisibleTime(ChangeInvisibleTimeRequestHeader),
+    /// BATCH_ACK_MESSAGE (5.x): acks of many popped messages in one request.
+    BatchAckMessage(BatchAckMessageRequestBody),
     /// An answer to a broker-initiated request (opaque and flags already set).
     Reply(RemotingCommand),
 }
@@ -571,6 +575,7 @@ impl Request {
             Self::PopMessage(_) => RequestCode::PopMessage,
             Self::AckMessage(_) => RequestCode::AckMessage,
             Self::ChangeInvisibleTime(_) => RequestCode::ChangeMessageInvisibleTime,
+            Self::BatchAckMessage(_) => RequestCode::BatchAckMessage,
             Self::Reply(r) => return Code::from_i32(r.code),
         };
         Code::Known(c)
@@ -597,6 +602,7 @@ impl Request {
             Self::PopMessage(_) => "PopMessage",
             Self::AckMessage(_) => "AckMessage",
             Self::ChangeInvisibleTime(_) => "ChangeMessageInvisibleTime",
+            Self::BatchAckMessage(_) => "BatchAckMessage",
             Self::Reply(_) => "Reply",
         }
     }
@@ -621,6 +627,7 @@ impl Transmit {
             Request::SendMessage { header, body } => with(header).with_body(body.clone()),
             Request::LockBatchMq(b) | Request::UnlockBatchMq(b) => bare().with_body(b.encode()),
             Request::QueryAssignment(b) => bare().with_body(b.encode()),
+            Request::BatchAckMessage(b) => bare().with_body(b.encode()),
             Request::PopMessage(h) => with(h),
             Request::AckMessage(h) => with(h),
             Request::ChangeInvisibleTime(h) => with(h),

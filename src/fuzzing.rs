@@ -9,10 +9,10 @@ use bytes::{Bytes, BytesMut};
 use crate::codec::{RemotingCodec, decode_frame_body, encode_to_bytes};
 use crate::message::{DecodeOptions, MessageExt, decode_messages as decode_records, encode_stored};
 use crate::protocol::body::{
-    CheckClientRequestBody, ConsumeMessageDirectlyResult, ConsumeStatsBody, ConsumerRunningInfo,
-    GetConsumerListByGroupResponseBody, GetConsumerStatusBody, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, QueryAssignmentRequestBody, QueryAssignmentResponseBody, ResetOffsetBody,
-    SetMessageRequestModeRequestBody, TopicRouteData,
+    BatchAckMessageRequestBody, CheckClientRequestBody, ConsumeMessageDirectlyResult, ConsumeStatsBody,
+    ConsumerRunningInfo, GetConsumerListByGroupResponseBody, GetConsumerStatusBody, HeartbeatData,
+    LockBatchRequestBody, LockBatchResponseBody, QueryAssignmentRequestBody, QueryAssignmentResponseBody,
+    ResetOffsetBody, SetMessageRequestModeRequestBody, TopicRouteData,
 };
 use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
@@ -163,7 +163,7 @@ fn body_round_trip<T: JsonBody + PartialEq + std::fmt::Debug>(data: &[u8]) {
 pub fn decode_json_body(data: &[u8]) {
     let Some((&which, json)) = data.split_first() else { return };
     let _ = crate::json::Value::parse(json).map(|v| v.to_string());
-    match which % 14 {
+    match which % 15 {
         0 => body_round_trip::<TopicRouteData>(json),
         1 => body_round_trip::<HeartbeatData>(json),
         2 => body_round_trip::<LockBatchRequestBody>(json),
@@ -177,7 +177,8 @@ pub fn decode_json_body(data: &[u8]) {
         10 => body_round_trip::<ConsumeStatsBody>(json),
         11 => body_round_trip::<QueryAssignmentResponseBody>(json),
         12 => body_round_trip::<QueryAssignmentRequestBody>(json),
-        _ => body_round_trip::<SetMessageRequestModeRequestBody>(json),
+        13 => body_round_trip::<SetMessageRequestModeRequestBody>(json),
+        _ => body_round_trip::<BatchAckMessageRequestBody>(json),
     }
 }
 

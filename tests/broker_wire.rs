@@ -786,3 +786,125 @@ fn pop_mode_assignment_pop_ack_change_invisible_and_revive() {
     assert_eq!(r.code, ResponseCode::PollingTimeout as i32, "{}", r.remark_str());
     assert!(sent.elapsed() < Duration::from_millis(1_000), "answered at once: {:?}", sent.elapsed());
 }
+
+/// BATCH_ACK_MESSAGE as the consumer builds it: one entry per checkpoint, a bitset of the acked
+/// messages. On 5.3.3 exactly the acked ones stay gone; the rest revive, and a batch ack of
+/// revived messages (retry flag 1, the subscribed topic named) keeps them gone too.
+#[test]
+fn pop_batch_ack_acks_its_bits_for_normal_and_revived_messages() {
+    use rocketmq_push_core::message::DecodeOptions;
+    use rocketmq_push_core::protocol::body::{
+        BatchAck, BatchAckMessageRequestBody, MessageRequestMode, SetMessageRequestModeRequestBody,
+    };
+    use rocketmq_push_core::protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
+    use rocketmq_push_core::protocol::receipt::{PopReceipt, RetryFlag, attach_receipts};
+    let Some(env) = broker_env() else { return };
+    if is_v4() {
+        return; // no POP at all: the test above checks the refusal
+    }
+    let (topic, group) = (unique("wire_batch_ack"), unique("g_batch_ack"));
+    let mut b = Conn::connect(&env.broker);
+    create_topic(&mut b, &topic, 1);
+    heartbeat(&mut b, "batch-ack-client@1", &group, &[&topic]);
+    let body = SetMessageRequestModeRequestBody {
+        topic: topic.clone(),
+        consumer_group: group.clone(),
+        mode: MessageRequestMode::Pop,
+        pop_share_queue_num: 0,
+    };
+    let r = b.call(RemotingCommand::request(RequestCode::SetMessageRequestMode).with_body(body.encode()), T);
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let mut ns = Conn::connect(&env.namesrv);
+    let broker_name = route(&mut ns, &topic).1.subscribe_queues(&topic)[0].broker_name.to_string();
+    for i in 0..8 {
+        let q = MessageQueue::new(topic.as_str(), broker_name.as_str(), 0);
+        send(&mut b, &Message::new(topic.as_str(), format!("b-{i}").into_bytes()), &q, false);
+    }
+    let pop = |b: &mut Conn| {
+        let h = PopMessageRequestHeader {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: -1,
+            max_msg_nums: 32,
+            invisible_time: 5_000,
+            poll_time: 1_000,
+            born_time: 0,
+            init_mode: 0,
+            exp_type: None,
+            exp: Some("*".into()),
+            order: Some(false),
+            attempt_id: None,
+            bname: Some(broker_name.clone()),
+        };
+        let r = b.call(RemotingCommand::request(RequestCode::PopMessage).with_header(&h), T);
+        let header: PopMessageResponseHeader = r.header().expect("every pop answer has the header");
+        let mut msgs = if r.code == 0 {
+            rocketmq_push_core::message::decode_messages(&r.body, &DecodeOptions::default()).unwrap()
+        } else {
+            Vec::new()
+        };
+        let receipts = attach_receipts(&mut msgs, &header, &broker_name, &topic).unwrap();
+        msgs.into_iter()
+            .zip(receipts)
+            .map(|(m, r)| (String::from_utf8_lossy(&m.body).into_owned(), m.reconsume_times, r))
+            .collect::<Vec<_>>()
+    };
+    let pop_until = |b: &mut Conn, n: usize, within: Duration| {
+        let mut got = Vec::new();
+        let deadline = Instant::now() + within;
+        while got.len() < n && Instant::now() < deadline {
+            got.extend(pop(b));
+        }
+        got.sort_by(|a: &(String, i32, PopReceipt), b| a.0.cmp(&b.0));
+        got
+    };
+    let batch_ack = |b: &mut Conn, receipts: &[&PopReceipt]| {
+        let mut acks: Vec<BatchAck> = Vec::new();
+        for r in receipts {
+            match acks.iter_mut().find(|a| a.same_checkpoint(&topic, r)) {
+                Some(a) => assert!(a.set(r.queue_offset)),
+                None => {
+                    let mut a = BatchAck::for_checkpoint(&group, &topic, r);
+                    assert!(a.set(r.queue_offset));
+                    acks.push(a);
+                }
+            }
+        }
+        let body = BatchAckMessageRequestBody { broker_name: broker_name.clone(), acks };
+        let r = b.call(RemotingCommand::request(RequestCode::BatchAckMessage).with_body(body.encode()), T);
+        (r.code, r.remark_str().to_owned())
+    };
+
+    let first = pop_until(&mut b, 8, Duration::from_secs(20));
+    assert_eq!(
+        first.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
+        (0..8).map(|i| format!("b-{i}")).collect::<Vec<_>>()
+    );
+    let even: Vec<&PopReceipt> = first.iter().step_by(2).map(|m| &m.2).collect();
+    assert_eq!(batch_ack(&mut b, &even), (0, String::new()));
+
+    let revived = pop_until(&mut b, 4, Duration::from_secs(60));
+    let names: Vec<(&str, i32, RetryFlag)> = revived.iter().map(|m| (m.0.as_str(), m.1, m.2.retry)).collect();
+    assert_eq!(
+        names,
+        [
+            ("b-1", 1, RetryFlag::RetryV1),
+            ("b-3", 1, RetryFlag::RetryV1),
+            ("b-5", 1, RetryFlag::RetryV1),
+            ("b-7", 1, RetryFlag::RetryV1)
+        ],
+        "exactly the odd ones (not acked) revive"
+    );
+    let again: Vec<&PopReceipt> = revived.iter().map(|m| &m.2).collect();
+    assert_eq!(batch_ack(&mut b, &again).0, 0);
+    // Their invisible time (5 s) and the revive scan pass: nothing comes back.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        let back = pop(&mut b);
+        assert!(back.is_empty(), "acked by BATCH_ACK, yet revived: {back:?}");
+    }
+    // An empty body is NO_MESSAGE.
+    let empty = BatchAckMessageRequestBody { broker_name: broker_name.clone(), acks: Vec::new() };
+    let r = b.call(RemotingCommand::request(RequestCode::BatchAckMessage).with_body(empty.encode()), T);
+    assert_eq!(r.code, ResponseCode::NoMessage as i32, "{}", r.remark_str());
+}

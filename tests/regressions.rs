@@ -214,6 +214,9 @@ mod seeds {
             pop_share_queue_num: 1,
         };
         write("decode_json_body", "set_mode_request", &[&[13u8][..], &mode.encode()].concat());
+        // The body checked against 5.3.3 (docs/pop.md): bits 0, 2, 4, 6 of a checkpoint at 0.
+        let batch_ack = br#"{"acks":[{"b":"VQ==","c":"g","it":5000,"pt":1700000000000,"q":0,"r":"0","rq":3,"so":0,"t":"T"},{"bitSet":"AQ==","consumerGroup":"g","retry":"1","startOffset":9,"topic":"T"}],"brokerName":"broker-a"}"#;
+        write("decode_json_body", "batch_ack_request", &[&[14u8][..], &batch_ack[..]].concat());
 
         // Real frames captured from brokers (tests/data/*.hex): whole frames, and their bodies.
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");

@@ -221,3 +221,52 @@ fn a_message_revived_after_the_switch_back_to_pull_is_still_consumed() {
     assert!(copy.receipt.is_none(), "pulled, not popped");
     assert_eq!(ok_keys(&sim).len(), 5, "nothing lost");
 }
+
+/// Instant listeners whose results are fed together, as an adapter feeds those ready at one
+/// wake-up; `batch_ack` says whether the broker knows BATCH_ACK_MESSAGE.
+fn together_sim(seed: u64, batch_ack: bool) -> Sim {
+    let broker = SimBrokerConfig {
+        batch_ack_supported: batch_ack,
+        hold_check_interval: Duration::ZERO,
+        ..SimBrokerConfig::default()
+    };
+    Sim::builder(seed)
+        .broker_config(broker)
+        .broker("broker-a", &[("T", 2)])
+        .results_together(true)
+        .listener(|_, _, _| Verdict { took: Duration::from_millis(3), ..Verdict::OK })
+        .build()
+}
+
+#[test]
+fn results_fed_together_are_acked_in_one_batch_ack_per_broker() {
+    let mut sim = together_sim(21, true);
+    let c = one_popping_member(&mut sim, Duration::from_secs(60));
+    sim.produce("T", 400);
+    sim.run_until(|s| ok_keys(s).len() == 400, Duration::from_secs(60)).unwrap();
+    sim.run_for(Duration::from_secs(1));
+    let broker = sim.broker(0).pop_stats();
+    let ours = sim.consumer(c).unwrap().stats().clone();
+    assert_eq!((broker.acked, broker.revived, broker.double_acks), (400, 0, 0), "{broker:?}");
+    assert_eq!(ours.pop_acks, 400);
+    assert_eq!(ours.pop_batch_acks, broker.batch_acks);
+    // 20 listener slots finish together: about one request per 20 acks, not one per ack.
+    assert!((1..=400 / 10).contains(&broker.batch_acks), "{} batch acks for 400 messages", broker.batch_acks);
+    assert_eq!(sim.broker(0).checkpoints(), 0, "nothing left invisible");
+}
+
+#[test]
+fn a_broker_without_batch_ack_is_acked_one_by_one_and_loses_nothing() {
+    let mut sim = together_sim(22, false);
+    let c = one_popping_member(&mut sim, Duration::from_secs(60));
+    sim.produce("T", 200);
+    sim.run_until(|s| ok_keys(s).len() == 200, Duration::from_secs(60)).unwrap();
+    sim.run_for(Duration::from_secs(1));
+    let broker = sim.broker(0).pop_stats();
+    let ours = sim.consumer(c).unwrap().stats().clone();
+    assert_eq!((broker.acked, broker.revived, broker.batch_acks), (200, 0, 0), "{broker:?}");
+    assert_eq!((ours.pop_acks, ours.pop_batch_acks, ours.pop_request_failures), (200, 0, 0));
+    let refused: Vec<_> = sim.events(c).iter().filter(|e| matches!(e, Event::BrokerError { .. })).collect();
+    assert!(refused.is_empty(), "the fall-back is quiet: {refused:?}");
+    assert_eq!(sim.broker(0).checkpoints(), 0);
+}

@@ -28,6 +28,10 @@ struct Plan {
     orderly: bool,
     /// The group is switched to POP on every broker before the consumers start.
     pop: bool,
+    /// Consume results due at one instant are fed together (acks batch); POP seeds only.
+    results_together: bool,
+    /// The brokers serve BATCH_ACK_MESSAGE (else the consumer falls back to single acks).
+    batch_ack: bool,
     long_batches: bool,
     poison: bool,
     brokers: usize,
@@ -65,6 +69,11 @@ fn plan(seed: u64) -> Plan {
     // POP has no dead-letter queue (Java acks them after 4 hours).
     let pop = !orderly && SimRng::new(seed ^ 0x0909_b0b0).below(4) == 0;
     let poison = poison && !pop;
+    // POP seeds: three quarters feed results together (acks share BATCH_ACKs), and a third of
+    // those brokers do not know BATCH_ACK (a stream of its own).
+    let mut acks = SimRng::new(seed ^ 0xbac4_ac45);
+    let results_together = pop && acks.below(4) != 0;
+    let batch_ack = acks.below(3) != 0;
     let mut r = SimRng::new(seed);
     let brokers = 1 + r.below(2) as usize;
     let consumers = 1 + r.below(3) as usize;
@@ -111,6 +120,8 @@ fn plan(seed: u64) -> Plan {
         pull_lag,
         orderly,
         pop,
+        results_together,
+        batch_ack,
         long_batches,
         poison,
         brokers,
@@ -133,7 +144,9 @@ fn run(seed: u64) -> Result<u64, String> {
         .jitter(Duration::from_millis(3))
         .split_reads(p.split_reads)
         .adapter_queue(p.adapter_queue)
+        .results_together(p.results_together)
         .broker_config(SimBrokerConfig {
+            batch_ack_supported: p.batch_ack,
             delay_levels_ms: vec![1000; 18],
             hold_check_interval: Duration::ZERO,
             pull_lag: p.pull_lag,

@@ -230,7 +230,8 @@ impl Consumer {
                 RunState::Draining => {
                     let busy = self.batches.values().any(|b| !b.timed_out)
                         || !self.send_backs.is_empty()
-                        || self.pop_requests_out > 0;
+                        || self.pop_requests_out > 0
+                        || !self.pop_acks.is_empty();
                     if busy {
                         return;
                     }

@@ -23,6 +23,7 @@ mod locks;
 mod offsets;
 mod orderly;
 mod pop;
+mod pop_ack;
 mod pull;
 mod queues;
 mod rebalance;
@@ -180,6 +181,10 @@ pub struct Consumer {
     pop_queues: BTreeSet<MessageQueue>,
     /// Acks and invisibility changes in flight (shutdown waits for them).
     pop_requests_out: usize,
+    /// Acks waiting for the next poll of outputs (`pop_ack.rs`).
+    pop_acks: Vec<pop_ack::QueuedAck>,
+    /// Brokers that answered BATCH_ACK_MESSAGE with REQUEST_CODE_NOT_SUPPORTED: acked one by one.
+    no_batch_ack: BTreeSet<PeerAddr>,
 }
 
 impl Consumer {
@@ -250,6 +255,8 @@ impl Consumer {
             no_pop: BTreeSet::new(),
             pop_queues: BTreeSet::new(),
             pop_requests_out: 0,
+            pop_acks: Vec::new(),
+            no_batch_ack: BTreeSet::new(),
             cfg: config,
         };
         c.start();
@@ -313,6 +320,10 @@ impl Consumer {
     /// The next action, in a deterministic order.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
+        if self.outputs.is_empty() && !self.pop_acks.is_empty() {
+            // Acks of the results fed since the last poll share requests (`pop_ack.rs`).
+            self.flush_pop_acks();
+        }
         self.outputs.pop_front()
     }
 

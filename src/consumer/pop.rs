@@ -32,10 +32,7 @@ use crate::protocol::body::ConsumeFromWhere;
 use crate::protocol::body::{
     JsonBody, MessageModel, MessageRequestMode, QueryAssignmentRequestBody, QueryAssignmentResponseBody,
 };
-use crate::protocol::header::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumeInitMode, PopMessageRequestHeader,
-    PopMessageResponseHeader,
-};
+use crate::protocol::header::{ConsumeInitMode, PopMessageRequestHeader, PopMessageResponseHeader};
 use crate::protocol::receipt::{PopReceipt, attach_receipts_each};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::rebalance::AllocateStrategy;
@@ -58,8 +55,7 @@ const POP_FLOW_CONTROL_DELAY: Duration = Duration::from_millis(50);
 /// The pop's RPC timeout is its hold plus this (Java: `pollTime + 10 s`).
 const POP_TIMEOUT_MARGIN: Duration = Duration::from_secs(10);
 
-/// QUERY_ASSIGNMENT, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME time out after this (Java:
-/// `QUERY_ASSIGNMENT_TIMEOUT`, `ASYNC_TIMEOUT`).
+/// QUERY_ASSIGNMENT times out after this (Java's `QUERY_ASSIGNMENT_TIMEOUT`).
 const POP_RPC_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// An empty pop answered sooner than this was not held (a broker refusing to hold, or one
@@ -523,68 +519,5 @@ impl Consumer {
         }
         // Flow control may have held the queue back.
         self.try_pop(b.key);
-    }
-
-    fn ack(&mut self, topic: &str, r: &PopReceipt) {
-        let Some(peer) = self.master_addr(&r.broker_name) else {
-            self.stats.pop_request_failures += 1;
-            return;
-        };
-        let header = AckMessageRequestHeader {
-            consumer_group: self.group.clone(),
-            topic: r.retry.real_topic(topic, &self.group),
-            queue_id: r.queue_id,
-            extra_info: r.to_string(),
-            offset: r.queue_offset,
-            bname: Some(r.broker_name.clone()),
-        };
-        self.pop_requests_out += 1;
-        self.send_to_broker(peer, Request::AckMessage(header), PendingKind::PopAck, POP_RPC_TIMEOUT);
-    }
-
-    fn change_invisible_time(&mut self, topic: &str, r: &PopReceipt, after: Duration) {
-        let Some(peer) = self.master_addr(&r.broker_name) else {
-            self.stats.pop_request_failures += 1;
-            return;
-        };
-        let header = ChangeInvisibleTimeRequestHeader {
-            consumer_group: self.group.clone(),
-            topic: r.retry.real_topic(topic, &self.group),
-            queue_id: r.queue_id,
-            extra_info: r.to_string(),
-            offset: r.queue_offset,
-            invisible_time: after.as_millis() as i64,
-            bname: Some(r.broker_name.clone()),
-        };
-        self.pop_requests_out += 1;
-        let request = Request::ChangeInvisibleTime(header);
-        self.send_to_broker(peer, request, PendingKind::PopChangeInvisible, POP_RPC_TIMEOUT);
-    }
-
-    /// An ack or change of invisibility answered (or failed). Failures are counted and
-    /// reported, not retried: the broker hands the message out again after its invisible time.
-    pub(super) fn on_pop_answer(
-        &mut self,
-        peer: &PeerAddr,
-        ack: bool,
-        result: Result<RemotingCommand, Failure>,
-    ) {
-        self.pop_requests_out = self.pop_requests_out.saturating_sub(1);
-        match result {
-            Ok(cmd) if cmd.code == ResponseCode::Success as i32 => {
-                if ack {
-                    self.stats.pop_acks += 1;
-                } else {
-                    self.stats.pop_retries += 1;
-                }
-            }
-            Ok(cmd) => {
-                self.stats.pop_request_failures += 1;
-                let code =
-                    if ack { RequestCode::AckMessage } else { RequestCode::ChangeMessageInvisibleTime };
-                self.emit_broker_error(peer.clone(), code, &cmd);
-            }
-            Err(_) => self.stats.pop_request_failures += 1,
-        }
     }
 }

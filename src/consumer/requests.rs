@@ -72,6 +72,10 @@ pub(super) enum PendingKind {
     },
     PopAck,
     PopChangeInvisible,
+    /// BATCH_ACK_MESSAGE of these acks (sent again one by one if the broker does not know it).
+    PopBatchAck {
+        acks: Vec<super::pop_ack::QueuedAck>,
+    },
 }
 
 #[derive(Debug)]
@@ -291,6 +295,7 @@ impl Consumer {
             PendingKind::Pop { key } => self.on_pop(key, &p.peer, Ok(cmd)),
             PendingKind::PopAck => self.on_pop_answer(&p.peer, true, Ok(cmd)),
             PendingKind::PopChangeInvisible => self.on_pop_answer(&p.peer, false, Ok(cmd)),
+            PendingKind::PopBatchAck { acks } => self.on_batch_ack_answer(&p.peer, acks, Ok(cmd)),
         }
     }
 
@@ -322,6 +327,7 @@ impl Consumer {
             PendingKind::Pop { key } => self.on_pop(key, &p.peer, Err(f)),
             PendingKind::PopAck => self.on_pop_answer(&p.peer, true, Err(f)),
             PendingKind::PopChangeInvisible => self.on_pop_answer(&p.peer, false, Err(f)),
+            PendingKind::PopBatchAck { acks } => self.on_batch_ack_answer(&p.peer, acks, Err(f)),
         }
     }
 

@@ -37,7 +37,8 @@ impl RetryFlag {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
+    /// Read the flag's digit (`"0"`, `"1"` or `"2"`).
+    pub fn from_digit(s: &str) -> Option<Self> {
         match s {
             "0" => Some(Self::Normal),
             "1" => Some(Self::RetryV1),
@@ -46,7 +47,8 @@ impl RetryFlag {
         }
     }
 
-    fn digit(self) -> char {
+    /// The flag's digit, as receipts and batch acks write it.
+    pub fn digit(self) -> char {
         match self {
             Self::Normal => '0',
             Self::RetryV1 => '1',
@@ -139,7 +141,7 @@ impl PopReceipt {
             pop_time: pop.parse().map_err(|_| bad("popTime"))?,
             invisible_time: invisible.parse().map_err(|_| bad("invisibleTime"))?,
             revive_qid: revive.parse().map_err(|_| bad("reviveQid"))?,
-            retry: RetryFlag::parse(retry).ok_or_else(|| bad("retry"))?,
+            retry: RetryFlag::from_digit(retry).ok_or_else(|| bad("retry"))?,
             broker_name: broker.to_owned(),
             queue_id: queue.parse().map_err(|_| bad("queueId"))?,
             queue_offset: offset.parse().map_err(|_| bad("queueOffset"))?,
@@ -195,7 +197,7 @@ fn entries<'a>(
         else {
             return Err(bad());
         };
-        let retry = RetryFlag::parse(retry).ok_or_else(bad)?;
+        let retry = RetryFlag::from_digit(retry).ok_or_else(bad)?;
         let queue = queue.parse().map_err(|_| bad())?;
         Ok((retry, queue, value))
     })

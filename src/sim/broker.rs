@@ -146,6 +146,9 @@ pub struct SimBrokerConfig {
     /// Serve POP, QUERY_ASSIGNMENT and SET_MESSAGE_REQUEST_MODE (true). False: answer them as
     /// a 4.9.x broker does, REQUEST_CODE_NOT_SUPPORTED.
     pub pop_supported: bool,
+    /// Serve BATCH_ACK_MESSAGE (true). False: answer it REQUEST_CODE_NOT_SUPPORTED, as a 5.x
+    /// broker older than the request does.
+    pub batch_ack_supported: bool,
 }
 
 impl Default for SimBrokerConfig {
@@ -170,6 +173,7 @@ impl Default for SimBrokerConfig {
             deny_as_acl_v1: false,
             refuse_all: None,
             pop_supported: true,
+            batch_ack_supported: true,
         }
     }
 }
@@ -542,10 +546,13 @@ impl SimBroker {
             self.lagged_pulls.push_back((now + self.config.pull_lag, conn, cmd));
             return;
         }
-        let code = RequestCode::from_i32(cmd.code).filter(|c| self.config.pop_supported || !is_pop_code(*c));
+        let code = RequestCode::from_i32(cmd.code)
+            .filter(|c| self.config.pop_supported || !is_pop_code(*c))
+            .filter(|c| self.config.batch_ack_supported || *c != RequestCode::BatchAckMessage);
         let answer = match code {
             Some(RequestCode::PopMessage) => self.on_pop(conn, &cmd, true, now),
             Some(RequestCode::AckMessage) => Some(self.on_ack(conn, &cmd)),
+            Some(RequestCode::BatchAckMessage) => Some(self.on_batch_ack(conn, &cmd)),
             Some(RequestCode::ChangeMessageInvisibleTime) => Some(self.on_change_invisible(conn, &cmd, now)),
             Some(RequestCode::QueryAssignment) => Some(self.on_query_assignment(&cmd)),
             Some(RequestCode::SetMessageRequestMode) => Some(self.on_set_request_mode(&cmd)),

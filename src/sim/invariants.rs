@@ -36,7 +36,7 @@ use crate::event::{Batch, BatchId, Event, QueueSelector};
 use crate::message::{DecodeOptions, MessageQueue, decode_message, keys};
 use crate::namespace::Namespace;
 use crate::producer::retry_topic;
-use crate::protocol::body::SubscriptionData;
+use crate::protocol::body::{BatchAckMessageRequestBody, JsonBody, SubscriptionData};
 use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumerSendMsgBackRequestHeader,
     PullMessageRequestHeader, SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
@@ -45,8 +45,21 @@ use crate::protocol::{ExpressionType, PullSysFlag, RemotingCommand, RequestCode,
 
 #[derive(Debug)]
 enum Tracked {
-    SendBack { broker: String, commit_log_offset: i64 },
-    RetrySend { key: String, reconsume: i32 },
+    SendBack {
+        broker: String,
+        commit_log_offset: i64,
+    },
+    RetrySend {
+        key: String,
+        reconsume: i32,
+    },
+    /// A BATCH_ACK's receipts count as acked when the broker serves it: one it does not know
+    /// is sent again one by one.
+    BatchAck {
+        consumer: usize,
+        receipts: Vec<String>,
+        at: std::time::Duration,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -235,6 +248,14 @@ impl Checker {
                     self.on_pop_ack(i, h.extra_info, false, at);
                 }
             }
+            Some(RequestCode::BatchAckMessage) => {
+                if let Ok(body) = BatchAckMessageRequestBody::decode(&cmd.body) {
+                    let receipts =
+                        body.acks.iter().flat_map(|a| a.receipts(&body.broker_name)).map(|r| r.to_string());
+                    let t = Tracked::BatchAck { consumer: i, receipts: receipts.collect(), at };
+                    self.tracked.insert((conn, cmd.opaque), t);
+                }
+            }
             Some(RequestCode::PullMessage) => {
                 if let Ok(h) = cmd.header::<PullMessageRequestHeader>() {
                     // A paused queue is not pulled.
@@ -299,6 +320,11 @@ impl Checker {
             Tracked::RetrySend { key, reconsume } if ResponseCode::is_send_ok(cmd.code) => {
                 let best = self.sent_back_keys.entry(key).or_insert(reconsume);
                 *best = (*best).max(reconsume);
+            }
+            Tracked::BatchAck { consumer, receipts, at } if cmd.code == ResponseCode::Success as i32 => {
+                for r in receipts {
+                    self.on_pop_ack(consumer, r, true, at);
+                }
             }
             _ => {}
         }

@@ -3,7 +3,7 @@
 //! them: links are connected (or refused) after a hop, every frame goes out as bytes finished by
 //! the driver and comes back as bytes the driver frames, in pieces when reads are split.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -210,6 +210,7 @@ pub struct SimBuilder {
     start_wall_ms: i64,
     trace: bool,
     adapter_queue: bool,
+    results_together: bool,
 }
 
 impl SimBuilder {
@@ -256,6 +257,14 @@ impl SimBuilder {
     /// them itself, starting each as one of `consumeThreadMin` slots frees.
     pub fn adapter_queue(mut self, on: bool) -> Self {
         self.adapter_queue = on;
+        self
+    }
+
+    /// Feed every consume result due at one instant before reading the consumer's outputs, as
+    /// the adapters feed the results ready at one wake-up (off: each result's outputs are read
+    /// at once). What a consumer coalesces across results (POP acks) shows only with it on.
+    pub fn results_together(mut self, on: bool) -> Self {
+        self.results_together = on;
         self
     }
 
@@ -313,6 +322,8 @@ impl SimBuilder {
             steps: 0,
             trace: self.trace || std::env::var("SIM_TRACE").is_ok_and(|v| v == "1"),
             adapter_queue: self.adapter_queue,
+            results_together: self.results_together,
+            undrained: BTreeSet::new(),
             lean: false,
             consumed_count: 0,
             codec: RemotingCodec::new(),
@@ -351,6 +362,9 @@ pub struct Sim {
     steps: u64,
     trace: bool,
     adapter_queue: bool,
+    results_together: bool,
+    /// With `results_together`: consumers fed results this instant, outputs not read yet.
+    undrained: BTreeSet<usize>,
     lean: bool,
     consumed_count: usize,
     /// The servers' side of the wire: frames the consumers' drivers wrote.
@@ -383,6 +397,7 @@ impl Sim {
             start_wall_ms: 1_700_000_000_000,
             trace: false,
             adapter_queue: false,
+            results_together: false,
         }
     }
 
@@ -1033,6 +1048,9 @@ impl Sim {
             let ev = self.events.remove(&(at, seq)).expect("key just seen");
             self.process(ev);
         }
+        for i in std::mem::take(&mut self.undrained) {
+            self.drain_consumer(i);
+        }
         for b in 0..self.brokers.len() {
             if self.brokers[b].poll_timeout().is_some_and(|d| d <= self.now) {
                 self.brokers[b].handle_timeout(self.now);
@@ -1156,7 +1174,11 @@ impl Sim {
                         }
                     }
                 }
-                self.drain_consumer(i);
+                if self.results_together {
+                    self.undrained.insert(i);
+                } else {
+                    self.drain_consumer(i);
+                }
             }
             Ev::BrokerUp(b) => self.broker_up[b] = true,
             Ev::Fault(f) => self.inject(f),

@@ -28,8 +28,10 @@ pub struct Stats {
     pub pull_errors: u64,
     /// Pulls postponed by flow control.
     pub flow_control_delays: u64,
-    /// POP: ACK_MESSAGE requests answered SUCCESS.
+    /// POP: messages acked (ACK_MESSAGE, or their BATCH_ACK_MESSAGE, answered SUCCESS).
     pub pop_acks: u64,
+    /// POP: BATCH_ACK_MESSAGE requests answered SUCCESS (each acks two or more messages).
+    pub pop_batch_acks: u64,
     /// POP: messages made invisible again for a later retry (CHANGE_MESSAGE_INVISIBLETIME
     /// answered SUCCESS).
     pub pop_retries: u64,

@@ -1,6 +1,7 @@
 //! JSON bodies (PROTOCOL.md §6, §7): parsed leniently from fastjson, written as fastjson reads.
 
 mod assignment;
+mod batch_ack;
 mod check_client;
 mod direct;
 mod heartbeat;
@@ -15,6 +16,7 @@ pub use assignment::{
     MAX_ASSIGNMENTS, MessageQueueAssignment, MessageRequestMode, QueryAssignmentRequestBody,
     QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
 };
+pub use batch_ack::{BatchAck, BatchAckMessageRequestBody, MAX_BATCH_ACK_INDEX};
 pub use check_client::CheckClientRequestBody;
 pub use direct::{CMResult, ConsumeMessageDirectlyResult};
 pub use heartbeat::{

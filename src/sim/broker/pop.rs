@@ -16,8 +16,9 @@ use super::{ConnId, Draft, FAQ, MAX_WAIT, SimBroker, error, header_error, reply}
 use crate::message::{DecodeOptions, MessageQueue, decode_message, encode_stored, keys};
 use crate::producer::RETRY_TOPIC_PREFIX;
 use crate::protocol::body::{
-    MessageModel, MessageQueueAssignment, MessageRequestMode, QueryAssignmentRequestBody,
-    QueryAssignmentResponseBody, SetMessageRequestModeRequestBody, SubscriptionData, perm,
+    BatchAckMessageRequestBody, MessageModel, MessageQueueAssignment, MessageRequestMode,
+    QueryAssignmentRequestBody, QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
+    SubscriptionData, perm,
 };
 use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
@@ -66,6 +67,8 @@ pub struct PopStats {
     pub repops: u64,
     /// POLLING_TIMEOUT answers.
     pub polling_timeouts: u64,
+    /// BATCH_ACK_MESSAGE requests served.
+    pub batch_acks: u64,
 }
 
 /// What the broker knows of one stored message a group popped.
@@ -736,8 +739,14 @@ impl SimBroker {
             Ok(r) => r,
             Err(e) => return error(req, ResponseCode::SystemError, e.to_string()),
         };
-        let key = (h.consumer_group.clone(), h.topic.clone(), h.queue_id, h.offset);
-        if self.ack_entry(&h.consumer_group, &h.topic, h.queue_id, &receipt, h.offset) {
+        self.ack_one(&h.consumer_group, &h.topic, h.queue_id, &receipt, h.offset);
+        reply(req, ResponseCode::Success)
+    }
+
+    /// Ack one message whose request passed the checks.
+    fn ack_one(&mut self, group: &str, topic: &str, queue_id: i32, receipt: &PopReceipt, offset: i64) {
+        let key = (group.to_owned(), topic.to_owned(), queue_id, offset);
+        if self.ack_entry(group, topic, queue_id, receipt, offset) {
             self.pop.stats.acked += 1;
             // As for a revive: a state forgotten with lost offsets stays forgotten.
             if let Some(state) = self.pop.states.get_mut(&key) {
@@ -748,7 +757,38 @@ impl SimBroker {
         } else {
             self.pop.stats.stale_acks += 1;
         }
-        reply(req, ResponseCode::Success)
+    }
+
+    /// BATCH_ACK_MESSAGE (`AckMessageProcessor`, batch branch): each entry's topic and queue
+    /// are checked (an error answers the request, the other entries are still served),
+    /// offsets outside the queue are skipped, an empty body is NO_MESSAGE.
+    pub(super) fn on_batch_ack(&mut self, conn: ConnId, req: &RemotingCommand) -> RemotingCommand {
+        if req.body.is_empty() {
+            return reply(req, ResponseCode::NoMessage);
+        }
+        let body = match BatchAckMessageRequestBody::decode(&req.body) {
+            Ok(b) if !b.acks.is_empty() => b,
+            Ok(_) => return reply(req, ResponseCode::NoMessage),
+            Err(e) => return error(req, ResponseCode::SystemError, e.to_string()),
+        };
+        self.pop.stats.batch_acks += 1;
+        let mut code = ResponseCode::Success;
+        for a in &body.acks {
+            let topic = a.retry.real_topic(&a.topic, &a.consumer_group);
+            for receipt in a.receipts(&body.broker_name) {
+                let offset = receipt.queue_offset;
+                match self.ack_target(conn, &topic, a.queue_id, offset) {
+                    Ok(()) => {}
+                    Err((ResponseCode::NoMessage, _)) => continue,
+                    Err((c, _)) => {
+                        code = c;
+                        break;
+                    }
+                }
+                self.ack_one(&a.consumer_group, &topic, a.queue_id, &receipt, offset);
+            }
+        }
+        reply(req, code)
     }
 
     /// CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint from now, then an ack of the
