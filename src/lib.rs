@@ -45,7 +45,9 @@
 //!    [`Driver::consumed`] with a [`ConsumeResult`], [`Driver::command`] — or call
 //!    [`Driver::handle_timeout`] when the deadline passed. Always pass the current instant; the
 //!    core never reads the clock.
-//! 5. Back to 2. Several inputs may come before a drain; outputs queue in order.
+//! 5. Back to 2. Several inputs may come before a drain; outputs queue in order. Feeding all
+//!    the results ready before draining lets their POP acks share one request per broker
+//!    (the acks go when outputs are next polled).
 //! 6. After [`Command::Shutdown`], keep looping until [`DriverOutput::Terminated`].
 //!
 //! ```no_run

@@ -908,3 +908,134 @@ fn pop_batch_ack_acks_its_bits_for_normal_and_revived_messages() {
     let r = b.call(RemotingCommand::request(RequestCode::BatchAckMessage).with_body(empty.encode()), T);
     assert_eq!(r.code, ResponseCode::NoMessage as i32, "{}", r.remark_str());
 }
+
+/// Orderly POP (`order=true`), which the Java push consumer never sends: what the 5.3.3 broker
+/// does with it, recorded for an orderly POP consumer still to build (docs/pop.md §0). A pop
+/// of a queue locks it for the group until every message it returned is acked (a second pop
+/// gets nothing); receipts carry revive queue 999 and the answer an `orderCountInfo`; a change
+/// of invisible time brings the same message back from the topic itself (no retry topic), with
+/// its attempt counted, and the messages after it with it.
+#[test]
+fn orderly_pop_locks_the_queue_until_acked_and_redelivers_in_place() {
+    use rocketmq_push_core::message::DecodeOptions;
+    use rocketmq_push_core::protocol::body::{MessageRequestMode, SetMessageRequestModeRequestBody};
+    use rocketmq_push_core::protocol::header::{
+        AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, PopMessageRequestHeader,
+        PopMessageResponseHeader,
+    };
+    use rocketmq_push_core::protocol::receipt::{
+        POP_ORDER_REVIVE_QUEUE, PopReceipt, RetryFlag, attach_receipts,
+    };
+    let Some(env) = broker_env() else { return };
+    if is_v4() {
+        return;
+    }
+    let (topic, group) = (unique("wire_order_pop"), unique("g_order_pop"));
+    let mut b = Conn::connect(&env.broker);
+    create_topic(&mut b, &topic, 1);
+    heartbeat(&mut b, "order-pop-client@1", &group, &[&topic]);
+    let body = SetMessageRequestModeRequestBody {
+        topic: topic.clone(),
+        consumer_group: group.clone(),
+        mode: MessageRequestMode::Pop,
+        pop_share_queue_num: 0,
+    };
+    let r = b.call(RemotingCommand::request(RequestCode::SetMessageRequestMode).with_body(body.encode()), T);
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let mut ns = Conn::connect(&env.namesrv);
+    let broker_name = route(&mut ns, &topic).1.subscribe_queues(&topic)[0].broker_name.to_string();
+    for i in 0..4 {
+        let q = MessageQueue::new(topic.as_str(), broker_name.as_str(), 0);
+        send(&mut b, &Message::new(topic.as_str(), format!("o-{i}").into_bytes()), &q, false);
+    }
+    let pop = |b: &mut Conn, max: i32| {
+        let h = PopMessageRequestHeader {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: -1,
+            max_msg_nums: max,
+            invisible_time: 20_000,
+            poll_time: 1_000,
+            born_time: 0,
+            init_mode: 0,
+            exp_type: None,
+            exp: Some("*".into()),
+            order: Some(true),
+            attempt_id: None,
+            bname: Some(broker_name.clone()),
+        };
+        let r = b.call(RemotingCommand::request(RequestCode::PopMessage).with_header(&h), T);
+        let header: PopMessageResponseHeader = r.header().expect("every pop answer has the header");
+        let mut msgs = if r.code == 0 {
+            rocketmq_push_core::message::decode_messages(&r.body, &DecodeOptions::default()).unwrap()
+        } else {
+            Vec::new()
+        };
+        let receipts = attach_receipts(&mut msgs, &header, &broker_name, &topic).unwrap();
+        let got: Vec<(String, PopReceipt)> =
+            msgs.iter().map(|m| String::from_utf8_lossy(&m.body).into_owned()).zip(receipts).collect();
+        (header, got)
+    };
+    let ack = |b: &mut Conn, r: &PopReceipt| {
+        let h = AckMessageRequestHeader {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: r.queue_id,
+            extra_info: r.to_string(),
+            offset: r.queue_offset,
+            bname: Some(r.broker_name.clone()),
+        };
+        b.call(RemotingCommand::request(RequestCode::AckMessage).with_header(&h), T).code
+    };
+    // Two of the four: the queue is then locked for the group.
+    let mut first = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut header = None;
+    while first.is_empty() && Instant::now() < deadline {
+        let (h, got) = pop(&mut b, 2);
+        if !got.is_empty() {
+            header = Some(h);
+        }
+        first = got;
+    }
+    let header = header.expect("an orderly pop finds the messages");
+    assert_eq!(first.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), ["o-0", "o-1"]);
+    assert_eq!(header.revive_qid, POP_ORDER_REVIVE_QUEUE);
+    assert!(header.order_count_info.is_some(), "{header:?}");
+    assert!(first.iter().all(|m| m.1.is_order() && m.1.retry == RetryFlag::Normal), "{first:?}");
+    let (_, locked) = pop(&mut b, 2);
+    assert!(locked.is_empty(), "the queue stays locked while o-0 and o-1 are out: {locked:?}");
+    // o-0 done; o-1 back in a second: it returns from the topic itself, o-2 after it.
+    assert_eq!(ack(&mut b, &first[0].1), 0);
+    let later = &first[1].1;
+    let h = ChangeInvisibleTimeRequestHeader {
+        consumer_group: group.clone(),
+        topic: topic.clone(),
+        queue_id: later.queue_id,
+        extra_info: later.to_string(),
+        offset: later.queue_offset,
+        invisible_time: 1_000,
+        bname: Some(later.broker_name.clone()),
+    };
+    let r = b.call(RemotingCommand::request(RequestCode::ChangeMessageInvisibleTime).with_header(&h), T);
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let mut again = Vec::new();
+    let mut counts = None;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while again.is_empty() && Instant::now() < deadline {
+        let (h, got) = pop(&mut b, 2);
+        counts = h.order_count_info;
+        again = got;
+    }
+    // The attempt is counted per message: "0 qo{queue}%{offset} 1" (5.3.3 answered
+    // "0 qo0%1 1;0 0 0"), what Java's client turns into reconsumeTimes.
+    let counted = format!("0 qo{}%{} 1", later.queue_id, later.queue_offset);
+    assert!(counts.as_deref().is_some_and(|c| c.split(';').any(|e| e == counted)), "{counts:?}");
+    assert_eq!(again.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), ["o-1", "o-2"], "in order, in place");
+    assert_eq!((again[0].1.retry, again[0].1.queue_offset), (RetryFlag::Normal, later.queue_offset));
+    for m in &again {
+        assert_eq!(ack(&mut b, &m.1), 0);
+    }
+    let (_, last) = pop(&mut b, 2);
+    assert_eq!(last.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), ["o-3"]);
+}
