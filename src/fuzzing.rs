@@ -194,8 +194,13 @@ pub fn consumer_frames(data: &[u8]) {
     use crate::protocol::{FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode};
     use crate::sim::Sim;
 
-    let mut sim = Sim::builder(7).broker("broker-a", &[("T", 2)]).build();
+    let mut sim = Sim::builder(7).broker("broker-a", &[("T", 2)]).results_together(true).build();
     sim.skip_broker_commit_check();
+    // An odd last byte: the group pops (forged pop answers, receipts, ack answers).
+    if data.last().is_some_and(|b| b & 1 == 1) {
+        let mode = crate::protocol::body::MessageRequestMode::Pop;
+        sim.broker_mut(0).set_message_request_mode("T", "G", mode, 0);
+    }
     sim.produce("T", 6);
     let c = sim.add_consumer(
         sim.config("G")
@@ -203,9 +208,9 @@ pub fn consumer_frames(data: &[u8]) {
             .consume_from_where(crate::ConsumeFromWhere::ConsumeFromFirstOffset),
     );
     sim.run_for(Duration::from_secs(2));
-    const CODES: [i32; 14] = [0, 1, 2, 3, 17, 19, 20, 21, 22, 24, 25, 26, 215, 1500];
+    const CODES: [i32; 16] = [0, 1, 2, 3, 17, 19, 20, 21, 22, 24, 25, 26, 209, 210, 215, 1500];
     const REQUESTS: [i32; 7] = [40, 220, 221, 307, 309, 39, 9999];
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 16] = [
         "nextBeginOffset",
         "minOffset",
         "maxOffset",
@@ -216,6 +221,12 @@ pub fn consumer_frames(data: &[u8]) {
         "queueOffset",
         "consumerGroup",
         "topic",
+        "popTime",
+        "invisibleTime",
+        "reviveQid",
+        "startOffsetInfo",
+        "msgOffsetInfo",
+        "orderCountInfo",
     ];
     let mut d = data;
     let mut take = |n: usize| -> &[u8] {
@@ -250,6 +261,8 @@ pub fn consumer_frames(data: &[u8]) {
                     let v = take(2);
                     let value = match v {
                         [a, b] if a % 3 == 0 => format!("x{b}"),
+                        // A pop answer's offset list entry: "{retry} {queueId} {offsets}".
+                        [a, b] if a % 5 == 1 => format!("{} {} {}", a % 4, b % 3, b),
                         [a, b] => (i64::from(*a) * 256 + i64::from(*b) - 100).to_string(),
                         _ => String::new(),
                     };
@@ -259,6 +272,11 @@ pub fn consumer_frames(data: &[u8]) {
                     let mut body = BytesMut::new();
                     let mut m = MessageExt::new("T", "fuzz");
                     m.queue_offset = i64::from(y);
+                    if z & 0x20 != 0 {
+                        // A receipt of its own (the broker's, or a producer's forgery).
+                        let ck = format!("{} 1700000000000 60000 {} 1 broker-a 0 {y}", x % 4, z % 9);
+                        m.properties = m.properties.with(crate::message::keys::POP_CK, &ck);
+                    }
                     encode_stored(&m, &mut body);
                     cmd.body = body.freeze();
                 } else if z & 0x40 != 0 {

@@ -256,6 +256,32 @@ fn results_fed_together_are_acked_in_one_batch_ack_per_broker() {
 }
 
 #[test]
+fn acks_for_two_brokers_go_to_each_in_its_own_batch_ack() {
+    let mut sim = Sim::builder(23)
+        .broker("broker-a", &[("T", 2)])
+        .broker("broker-b", &[("T", 2)])
+        .results_together(true)
+        .listener(|_, _, _| Verdict { took: Duration::from_millis(3), ..Verdict::OK })
+        .build();
+    for b in 0..2 {
+        sim.broker_mut(b).set_message_request_mode("T", "G", MessageRequestMode::Pop, 0);
+    }
+    let ids = members(&mut sim, 1);
+    let both = |s: &Sim| {
+        s.consumer(ids[0]).is_some_and(|c| c.queue_snapshots().iter().filter(|q| q.popping).count() == 2)
+    };
+    sim.run_until(both, Duration::from_secs(10)).unwrap();
+    sim.produce("T", 400);
+    sim.run_until(|s| ok_keys(s).len() == 400, Duration::from_secs(60)).unwrap();
+    sim.run_for(Duration::from_secs(1));
+    let (a, b) = (sim.broker(0).pop_stats(), sim.broker(1).pop_stats());
+    assert_eq!(a.acked + b.acked, 400, "{a:?} {b:?}");
+    assert!(a.acked > 0 && b.acked > 0 && a.batch_acks > 0 && b.batch_acks > 0, "{a:?} {b:?}");
+    let ours = sim.consumer(ids[0]).unwrap().stats().clone();
+    assert_eq!((ours.pop_acks, ours.pop_batch_acks), (400, a.batch_acks + b.batch_acks));
+}
+
+#[test]
 fn a_broker_without_batch_ack_is_acked_one_by_one_and_loses_nothing() {
     let mut sim = together_sim(22, false);
     let c = one_popping_member(&mut sim, Duration::from_secs(60));

@@ -496,9 +496,12 @@ pub fn run_all(a: &dyn Adapter, env: &Env) {
         ),
         ("pop: three members share two queues; a failure comes back after its invisible time", pop_shared),
     ];
-    // `E2E_ONLY=word` runs the scenarios whose name contains it (while working on one).
+    // `E2E_ONLY=word` runs the scenarios whose name contains it (while working on one);
+    // `E2E_SKIP=word,word` leaves out those containing any (a re-run that another covers).
     let only = std::env::var("E2E_ONLY").unwrap_or_default();
-    for (name, f) in scenarios.iter().filter(|(n, _)| n.contains(only.as_str())) {
+    let skip = std::env::var("E2E_SKIP").unwrap_or_default();
+    let skipped = |n: &str| skip.split(',').any(|w| !w.is_empty() && n.contains(w));
+    for (name, f) in scenarios.iter().filter(|(n, _)| n.contains(only.as_str()) && !skipped(n)) {
         let started = Instant::now();
         f(a, env);
         eprintln!(
