@@ -304,6 +304,10 @@ impl Consumer {
         self.state = RunState::Terminated;
         self.timers.retain(|_| false);
         self.pending.clear();
+        // Results that came after the shutdown deadline: their messages come back after the
+        // invisible time; nothing is sent after Terminated.
+        self.stats.pop_request_failures += self.pop_acks.len() as u64;
+        self.pop_acks.clear();
         self.emit(Event::Terminated);
     }
 }

@@ -323,6 +323,8 @@ impl Consumer {
         if self.outputs.is_empty() && !self.pop_acks.is_empty() {
             // Acks of the results fed since the last poll share requests (`pop_ack.rs`).
             self.flush_pop_acks();
+            // Shutdown waited for them; if none could be sent (no route), it goes on now.
+            self.check_shutdown();
         }
         self.outputs.pop_front()
     }

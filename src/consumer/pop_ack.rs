@@ -67,8 +67,8 @@ impl Consumer {
         let mut batched = Vec::with_capacity(acks.len());
         let mut alone = Vec::new();
         for (topic, r) in acks {
-            // A broker reading the flag as "retry or not" would take a V2 retry topic for the
-            // topic itself; those, and offsets a bitset cannot hold, go one by one.
+            // Earlier brokers compared the flag with "1" and would take a V2 retry topic for the
+            // topic itself (5.3.3 maps it); those, and offsets a bitset cannot hold, go one by one.
             let fits = r.retry != RetryFlag::RetryV2
                 && match body.acks.iter_mut().find(|a| a.same_checkpoint(&topic, &r)) {
                     Some(entry) => entry.set(r.queue_offset),

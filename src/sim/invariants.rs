@@ -58,7 +58,6 @@ enum Tracked {
     BatchAck {
         consumer: usize,
         receipts: Vec<String>,
-        at: std::time::Duration,
     },
 }
 
@@ -212,7 +211,15 @@ impl Checker {
         if self.pop_acked.contains(&receipt) {
             self.fail(format!("consumer {i} {what} receipt {receipt:?} after acking it"));
         }
-        if let (true, Some(&(by, ok, done))) = (ack, self.pop_delivered.get(&receipt)) {
+        if ack {
+            self.check_ack_allowed(i, &receipt, at);
+            self.pop_acked.insert(receipt);
+        }
+    }
+
+    /// An ack of `receipt` sent at `at` must follow its listener's success.
+    fn check_ack_allowed(&mut self, i: usize, receipt: &str, at: std::time::Duration) {
+        if let Some(&(by, ok, done)) = self.pop_delivered.get(receipt) {
             if !ok {
                 self.fail(format!(
                     "consumer {i} acked receipt {receipt:?}, which consumer {by}'s listener failed"
@@ -222,9 +229,6 @@ impl Checker {
                     "consumer {i} acked receipt {receipt:?} at {at:?}, before its listener finished at {done:?}"
                 ));
             }
-        }
-        if ack {
-            self.pop_acked.insert(receipt);
         }
     }
 
@@ -250,9 +254,18 @@ impl Checker {
             }
             Some(RequestCode::BatchAckMessage) => {
                 if let Ok(body) = BatchAckMessageRequestBody::decode(&cmd.body) {
-                    let receipts =
-                        body.acks.iter().flat_map(|a| a.receipts(&body.broker_name)).map(|r| r.to_string());
-                    let t = Tracked::BatchAck { consumer: i, receipts: receipts.collect(), at };
+                    let receipts: Vec<String> = body
+                        .acks
+                        .iter()
+                        .flat_map(|a| a.receipts(&body.broker_name))
+                        .map(|r| r.to_string())
+                        .collect();
+                    // Whether each may be acked is checked as sent; whether it was acked
+                    // before, when the broker serves it.
+                    for r in &receipts {
+                        self.check_ack_allowed(i, r, at);
+                    }
+                    let t = Tracked::BatchAck { consumer: i, receipts };
                     self.tracked.insert((conn, cmd.opaque), t);
                 }
             }
@@ -321,9 +334,12 @@ impl Checker {
                 let best = self.sent_back_keys.entry(key).or_insert(reconsume);
                 *best = (*best).max(reconsume);
             }
-            Tracked::BatchAck { consumer, receipts, at } if cmd.code == ResponseCode::Success as i32 => {
+            Tracked::BatchAck { consumer, receipts } if cmd.code == ResponseCode::Success as i32 => {
                 for r in receipts {
-                    self.on_pop_ack(consumer, r, true, at);
+                    if self.pop_acked.contains(&r) {
+                        self.fail(format!("consumer {consumer} acked receipt {r:?} after acking it"));
+                    }
+                    self.pop_acked.insert(r);
                 }
             }
             _ => {}

@@ -759,9 +759,9 @@ impl SimBroker {
         }
     }
 
-    /// BATCH_ACK_MESSAGE (`AckMessageProcessor`, batch branch): each entry's topic and queue
-    /// are checked (an error answers the request, the other entries are still served),
-    /// offsets outside the queue are skipped, an empty body is NO_MESSAGE.
+    /// BATCH_ACK_MESSAGE (`AckMessageProcessor`, batch branch): an entry naming a topic or
+    /// queue the broker does not have is skipped, as are offsets outside the queue; the answer
+    /// is SUCCESS all the same. An empty body is NO_MESSAGE.
     pub(super) fn on_batch_ack(&mut self, conn: ConnId, req: &RemotingCommand) -> RemotingCommand {
         if req.body.is_empty() {
             return reply(req, ResponseCode::NoMessage);
@@ -772,23 +772,19 @@ impl SimBroker {
             Err(e) => return error(req, ResponseCode::SystemError, e.to_string()),
         };
         self.pop.stats.batch_acks += 1;
-        let mut code = ResponseCode::Success;
         for a in &body.acks {
             let topic = a.retry.real_topic(&a.topic, &a.consumer_group);
             for receipt in a.receipts(&body.broker_name) {
                 let offset = receipt.queue_offset;
                 match self.ack_target(conn, &topic, a.queue_id, offset) {
-                    Ok(()) => {}
-                    Err((ResponseCode::NoMessage, _)) => continue,
-                    Err((c, _)) => {
-                        code = c;
-                        break;
-                    }
+                    Ok(()) => self.ack_one(&a.consumer_group, &topic, a.queue_id, &receipt, offset),
+                    Err((ResponseCode::NoMessage, _)) => {}
+                    // No such topic or queue: the broker logs and skips the entry.
+                    Err(_) => break,
                 }
-                self.ack_one(&a.consumer_group, &topic, a.queue_id, &receipt, offset);
             }
         }
-        reply(req, code)
+        reply(req, ResponseCode::Success)
     }
 
     /// CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint from now, then an ack of the

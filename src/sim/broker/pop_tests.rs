@@ -409,12 +409,12 @@ fn batch_ack_acks_the_bits_set_and_the_rest_revive() {
         assert!(entry.same_checkpoint("T", r));
         assert!(entry.set(r.queue_offset));
     }
-    // An entry for a queue the topic does not have answers MESSAGE_ILLEGAL; the good entry
-    // before it is still served.
+    // An entry for a queue the topic does not have is skipped; the answer is SUCCESS and the
+    // good entry is served.
     let mut bad = entry.clone();
     bad.queue_id = 7;
-    let a = call(&mut b, batch_ack([entry.clone(), bad]), ms(t, 100));
-    assert_eq!(a.response_code(), Some(ResponseCode::MessageIllegal));
+    let a = call(&mut b, batch_ack([bad, entry.clone()]), ms(t, 100));
+    assert_eq!(a.response_code(), Some(ResponseCode::Success));
     assert_eq!((b.pop_stats().acked, b.pop_stats().batch_acks), (4, 1));
     // Again: every bit acked already, and an offset past the queue is skipped.
     let mut again = entry;
@@ -516,4 +516,30 @@ fn pop_invariants_catch_double_delivery_and_early_or_failed_acks() {
     ack_at(&mut c, 0);
     c.on_consumed(&consumed(true, 1));
     assert!(verdict(c).unwrap_err().contains("after its ack"));
+
+    // The same in a BATCH_ACK: checked as sent, acked when the broker serves it.
+    let mut entry = BatchAck::for_checkpoint(G, "T", &receipt);
+    entry.set(receipt.queue_offset);
+    let mut batch = batch_ack([entry]);
+    batch.opaque = 77;
+    let batch_at = |c: &mut Checker, at: u64| c.on_request(0, C1, Some("broker-a"), &batch, secs(at));
+    let answer = |code| RemotingCommand::response_to(&batch, code);
+    let mut c = Checker::default();
+    c.on_consumed(&consumed(false, 1));
+    batch_at(&mut c, 2);
+    assert!(verdict(c).unwrap_err().contains("listener failed"), "flagged even if never answered");
+    // Refused (a broker without it), then the same receipt acked alone: fine.
+    let mut c = Checker::default();
+    c.on_consumed(&consumed(true, 1));
+    batch_at(&mut c, 2);
+    c.on_broker_output(C1, &answer(ResponseCode::RequestCodeNotSupported));
+    ack_at(&mut c, 3);
+    assert_eq!(verdict(c), Ok(()));
+    // Served, then acked alone again.
+    let mut c = Checker::default();
+    c.on_consumed(&consumed(true, 1));
+    batch_at(&mut c, 2);
+    c.on_broker_output(C1, &answer(ResponseCode::Success));
+    ack_at(&mut c, 3);
+    assert!(verdict(c).unwrap_err().contains("after acking it"));
 }
