@@ -126,8 +126,12 @@ impl Consumer {
             self.request_rebalance();
             return;
         };
-        // Sorted as RebalanceImpl sorts; not deduplicated (Java does not either).
+        // Sorted as RebalanceImpl sorts, and deduplicated where Java is not: the broker lists
+        // a client once per channel, so after a half-open link it lists us twice until the
+        // dead channel expires (2 min), and Java's allocation then leaves a share of the
+        // queues to that phantom — consumed by nobody.
         cids.sort();
+        cids.dedup();
         let Some(route) = self.routes.get(topic) else { return };
         if cids.is_empty() || route.queues.is_empty() {
             // Java's allocation throws here and the assignment stays as it was; an empty result
