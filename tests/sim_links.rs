@@ -94,3 +94,25 @@ fn a_silent_link_is_closed_and_opened_afresh() {
         .count();
     assert!(unresponsive >= 1, "the dead link was named: {:?}", sim.events(c));
 }
+
+#[test]
+fn a_client_the_broker_still_lists_on_a_dead_channel_keeps_all_its_queues() {
+    let mut sim = sim(64, false);
+    let c = sim.add_consumer(from_first(&sim));
+    let held = |s: &Sim| {
+        s.consumer(c).map_or(0, |c| c.queue_snapshots().iter().filter(|q| &*q.queue.topic == "T").count())
+    };
+    sim.run_until(|s| held(s) == 4, Duration::from_secs(10)).unwrap();
+    // A half-open link: the consumer gives up on it and reconnects; the broker never sees the
+    // close and lists the client once per channel until the dead one expires (2 min).
+    sim.inject(Fault::BlackholeBroker(0));
+    sim.run_for(Duration::from_secs(20));
+    sim.inject(Fault::HealBroker(0));
+    sim.run_for(Duration::from_secs(45));
+    let members = sim.broker(0).members("G");
+    assert_eq!(members.len(), 2, "listed on both channels: {members:?}");
+    assert_eq!(members[0], members[1]);
+    assert_eq!(held(&sim), 4, "a rebalance with the client listed twice keeps every queue");
+    sim.produce("T", 40);
+    sim.run_until(|s| s.all_done(), Duration::from_secs(20)).unwrap();
+}

@@ -79,7 +79,8 @@ pub enum Fault {
     /// Set the network fault rates.
     SetFaults(Faults),
     /// Broker `i`'s connections, current and new, go silent: connects succeed, nothing is
-    /// answered, nothing closes (a half-open link after a partition, a hung broker).
+    /// answered, nothing closes (a half-open link after a partition, a hung broker); the broker
+    /// does not see the client close them either.
     BlackholeBroker(usize),
     /// New connections to broker `i` work again; the black-holed ones stay dead until closed.
     HealBroker(usize),
@@ -690,10 +691,14 @@ impl Sim {
             return;
         }
         c.open = false;
-        let (target, connected) = (c.target, c.connected);
+        let (target, connected, silent) = (c.target, c.connected, c.blackholed);
         if let Target::Broker(b) = target {
-            self.brokers[b].disconnect(conn, self.now);
-            self.drain_broker(b);
+            // A black-holed link's close never reaches the broker (no FIN gets through): it
+            // keeps the channel, and the client in its lists, until the channel expires.
+            if !silent {
+                self.brokers[b].disconnect(conn, self.now);
+                self.drain_broker(b);
+            }
         }
         // A connect still pending is refused when it is answered instead.
         if let (Some(error), true) = (tell, connected) {
