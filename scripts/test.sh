@@ -27,7 +27,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 started=""
 cleanup() { [[ -n $started ]] && scripts/rocketmq.sh stop >/dev/null 2>&1 || true; }
 trap cleanup EXIT
+# Each step's start, in seconds since the script began (CI keeps the whole run under 45 min).
+step() { printf '\n---- test.sh: %s (%ss)\n' "$*" "$SECONDS"; }
 
+step "cargo test on 5.3.3"
 scripts/rocketmq.sh start 5.3.3
 started=1
 eval "$(scripts/rocketmq.sh env)"
@@ -35,10 +38,12 @@ export RMQ_REQUIRE_BROKER=1
 cargo test --workspace --all-features "$@"
 
 if [[ ${SKIP_CHAOS:-0} != 1 ]]; then
+  step "chaos smoke"
   scripts/chaos.sh smoke
 fi
 
 if [[ ${SKIP_V4:-0} != 1 ]]; then
+  step "wire suite on 4.9.x"
   scripts/rocketmq.sh stop
   scripts/rocketmq.sh start 4.9.8
   eval "$(scripts/rocketmq.sh env)"
@@ -47,6 +52,7 @@ fi
 
 if [[ ${SKIP_ACL:-0} != 1 ]]; then
   for v in 4.9.8 5.3.3; do
+    step "ACL on $v"
     scripts/rocketmq.sh stop
     RMQ_ACL=1 scripts/rocketmq.sh start "$v"
     eval "$(scripts/rocketmq.sh env)"
@@ -69,6 +75,7 @@ fi
 
 if [[ ${SKIP_TLS:-0} != 1 ]]; then
   for setup in enforcing permissive acl+enforcing; do
+    step "TLS $setup"
     acl=0 mode=$setup
     if [[ $setup == acl+* ]]; then acl=1 mode=${setup#acl+}; fi
     scripts/rocketmq.sh stop
@@ -96,9 +103,11 @@ if [[ ${SKIP_TLS:-0} != 1 ]]; then
 fi
 
 if [[ ${SKIP_NS2:-0} != 1 ]]; then
+  step "two name servers"
   scripts/rocketmq.sh stop
   # Plain: the TLS step's `env` exported its ACL and TLS settings, which `start` would read.
   RMQ_ACL=0 RMQ_TLS=off RMQ_NAMESRVS=2 scripts/rocketmq.sh start 5.3.3
   eval "$(scripts/rocketmq.sh env)"
   cargo test --all-features -p rmqcat --test failover
 fi
+step "done"
