@@ -264,7 +264,7 @@ impl Consumer {
             poll_time: self.cfg.broker_suspend_max_time.as_millis() as i64,
             // 0: the broker times the hold by its own clock. Java sends its clock, and a client
             // behind the broker's by more than the hold is answered at once, every time, in a
-            // tight loop (checked against 5.3.3: tests/broker_wire.rs).
+            // tight loop (checked against 5.3.3: tests/broker_pop.rs).
             born_time: 0,
             init_mode: match self.cfg.consume_from_where {
                 ConsumeFromWhere::ConsumeFromFirstOffset => ConsumeInitMode::Min,

@@ -41,6 +41,11 @@ pub fn broker_env() -> Option<BrokerEnv> {
     }
 }
 
+/// The 4.9.x broker (4.9.7: the 4.9.8 server jars are not on Maven Central).
+pub fn is_v4() -> bool {
+    std::env::var("RMQ_SERVER_VERSION").is_ok_and(|v| v.starts_with("4."))
+}
+
 /// A name unique to this run: tests on one broker never share topics or groups.
 pub fn unique(prefix: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
