@@ -6,6 +6,7 @@ mod command;
 pub mod ext;
 pub mod header;
 mod language;
+pub mod order_count;
 pub mod receipt;
 
 pub use body::{BodyError, JsonBody};
