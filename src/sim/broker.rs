@@ -24,17 +24,23 @@
 //! with [`SimBroker::set_route_queues`]), POP_MESSAGE (receipts' offset lists, the v1 pop retry
 //! topic read first on every 5th pop instead of 20 % at random, initMode, tag filters, offsets
 //! committed at pop time, long polling until `bornTime + pollTime`), ACK_MESSAGE,
-//! CHANGE_MESSAGE_INVISIBLETIME, and revive of unacked messages into `%RETRY%{group}_{topic}`.
+//! BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, and revive of unacked messages into
+//! `%RETRY%{group}_{topic}`. Orderly pop (`order=true`, `pop_order.rs`): revive queue 999 and
+//! `orderCountInfo`; the queue is locked for the group until each message popped is acked or
+//! visible again, acks commit the first unacked offset, and what was not acked comes back in
+//! place from the topic itself (never the retry topic, no checkpoint, no revive).
 //! Simplified: checkpoints are kept in memory and revive exactly at `popTime + invisibleTime`
-//! (the real revive service runs later, by a second or more); BATCH_ACK_MESSAGE is answered
-//! REQUEST_CODE_NOT_SUPPORTED; orderly pop (`order=true`) is served as a normal pop; no
-//! POLLING_FULL (no long-poll table limit); PEEK, NOTIFICATION and POLLING_INFO are unknown.
+//! (the real revive service runs later, by a second or more), and held pops are woken exactly
+//! when an orderly lock frees (the real timer ticks every 100 ms); a wake-up re-runs every
+//! matching held pop (the real broker wakes one per key); no POLLING_FULL (no long-poll table
+//! limit); PEEK, NOTIFICATION and POLLING_INFO are unknown.
 //! [`SimBrokerConfig::pop_supported`] `false` answers every POP code as 4.9.x does.
 //! * Delayed messages become visible exactly at their due time (the real schedule service polls
 //!   every 100 ms).
 
 mod handlers;
 mod pop;
+mod pop_order;
 #[cfg(test)]
 mod pop_tests;
 mod store;
@@ -551,8 +557,8 @@ impl SimBroker {
             .filter(|c| self.config.batch_ack_supported || *c != RequestCode::BatchAckMessage);
         let answer = match code {
             Some(RequestCode::PopMessage) => self.on_pop(conn, &cmd, true, now),
-            Some(RequestCode::AckMessage) => Some(self.on_ack(conn, &cmd)),
-            Some(RequestCode::BatchAckMessage) => Some(self.on_batch_ack(conn, &cmd)),
+            Some(RequestCode::AckMessage) => Some(self.on_ack(conn, &cmd, now)),
+            Some(RequestCode::BatchAckMessage) => Some(self.on_batch_ack(conn, &cmd, now)),
             Some(RequestCode::ChangeMessageInvisibleTime) => Some(self.on_change_invisible(conn, &cmd, now)),
             Some(RequestCode::QueryAssignment) => Some(self.on_query_assignment(&cmd)),
             Some(RequestCode::SetMessageRequestMode) => Some(self.on_set_request_mode(&cmd)),

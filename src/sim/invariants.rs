@@ -9,7 +9,9 @@
 //! 4. **Every dispatch gets exactly one result** (checked where results are delivered).
 //! 5. **Orderly: one batch per queue in the whole group**: no queue ever has two batches with
 //!    user code at once, across every consumer of the group. Forgiven only for batches that ran
-//!    across a restart of their broker, which forgets its locks (no client can prevent that).
+//!    across a restart of their broker, which forgets its locks, and (orderly POP) for batches of
+//!    messages popped before their broker crashed, which forgot the order infos that lock their
+//!    queues (no client can prevent either).
 //! 6. **Orderly: offset order per consumer**: each consumer gets a queue's messages in
 //!    increasing offsets, and never one at or below an offset it already finished (until the
 //!    queue is assigned again or the broker moves it).
@@ -41,6 +43,7 @@ use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ConsumerSendMsgBackRequestHeader,
     PullMessageRequestHeader, SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
 };
+use crate::protocol::receipt::PopReceipt;
 use crate::protocol::{ExpressionType, PullSysFlag, RemotingCommand, RequestCode, ResponseCode};
 
 #[derive(Debug)]
@@ -82,7 +85,8 @@ struct Group {
 struct OrderlyRun {
     consumer: usize,
     batch: BatchId,
-    /// Its broker restarted while it ran.
+    /// Its broker restarted while it ran, or (orderly POP) its messages were popped before
+    /// their broker crashed.
     forgiven: bool,
 }
 
@@ -107,10 +111,14 @@ pub(super) struct Checker {
     pub(super) skip_broker_commits: bool,
     /// Consumer → the pauses it reported (`Event::QueuesPaused`) and has not resumed.
     paused: HashMap<usize, Vec<QueueSelector>>,
-    /// POP receipt → (consumer, its listener succeeded, when the listener finished).
-    pop_delivered: HashMap<String, (usize, bool, std::time::Duration)>,
+    /// POP receipt → (consumer, its listener succeeded, when the listener finished, its
+    /// commit-log offset).
+    pop_delivered: HashMap<String, (usize, bool, std::time::Duration, i64)>,
     /// POP receipts acked.
     pop_acked: HashSet<String>,
+    /// Broker → its wall clock (ms) when it last crashed, losing its orderly pops' order infos:
+    /// a consumer may still hold messages popped up to then, and the queue is free again.
+    order_locks_lost: HashMap<String, i64>,
 }
 
 impl Checker {
@@ -153,6 +161,11 @@ impl Checker {
         }
     }
 
+    /// Broker `name` crashed at its wall clock `wall_ms` and forgot its order infos.
+    pub(super) fn broker_crashed(&mut self, name: &str, wall_ms: i64) {
+        self.order_locks_lost.insert(name.to_owned(), wall_ms);
+    }
+
     /// An orderly batch went to user code; `ok` = the listener will succeed on all of it.
     pub(super) fn on_orderly_dispatch(&mut self, i: usize, batch: &Batch, ok: bool) {
         let Some(group) = self.consumer_group.get(&i).cloned() else { return };
@@ -165,14 +178,21 @@ impl Checker {
             self.fail(format!("consumer {i} got {mq:?} out of order in one batch: {offsets:?}"));
         }
         let key = (if broadcasting { format!("{group}#{i}") } else { group }, mq.clone());
-        if let Some(r) = self.orderly_running.get(&key).filter(|r| !r.forgiven) {
+        // Popped (orderly) before its broker crashed: that pop's lock on the queue is gone.
+        let lock_lost = batch.messages.iter().any(|m| {
+            let receipt = m.property(keys::POP_CK).and_then(|p| PopReceipt::parse(p).ok());
+            receipt.is_some_and(|r| {
+                r.is_order() && self.order_locks_lost.get(&r.broker_name).is_some_and(|at| r.pop_time <= *at)
+            })
+        });
+        if let Some(r) = self.orderly_running.get(&key).filter(|r| !r.forgiven && !lock_lost) {
             let msg = format!(
                 "two batches of {mq:?} with user code at once: consumer {} {} and consumer {i} {}",
                 r.consumer, r.batch, batch.id
             );
             self.fail(msg);
         }
-        self.orderly_running.insert(key, OrderlyRun { consumer: i, batch: batch.id, forgiven: false });
+        self.orderly_running.insert(key, OrderlyRun { consumer: i, batch: batch.id, forgiven: lock_lost });
         let done = self.orderly_done.get(&(i, mq.clone())).copied();
         if let (Some(done), Some(first)) = (done, offsets.first()) {
             if *first <= done {
@@ -217,9 +237,14 @@ impl Checker {
         }
     }
 
-    /// An ack of `receipt` sent at `at` must follow its listener's success.
+    /// An ack of `receipt` sent at `at` must follow its listener's success, or (orderly POP)
+    /// the broker's taking the message into the dead-letter queue.
     fn check_ack_allowed(&mut self, i: usize, receipt: &str, at: std::time::Duration) {
-        if let Some(&(by, ok, done)) = self.pop_delivered.get(receipt) {
+        if let Some(&(by, ok, done, phys)) = self.pop_delivered.get(receipt) {
+            let broker = receipt.split(' ').nth(5).unwrap_or_default().to_owned();
+            if !ok && self.sent_back_phys.contains(&(broker, phys)) {
+                return;
+            }
             if !ok {
                 self.fail(format!(
                     "consumer {i} acked receipt {receipt:?}, which consumer {by}'s listener failed"
@@ -380,14 +405,14 @@ impl Checker {
 
     pub(super) fn on_consumed(&mut self, c: &Consumed) {
         if let Some(receipt) = &c.receipt {
-            if let Some((by, _, _)) = self.pop_delivered.get(receipt) {
+            if let Some((by, ..)) = self.pop_delivered.get(receipt) {
                 let msg =
                     format!("receipt {receipt:?} delivered twice: to consumer {by}, then to {}", c.consumer);
                 self.fail(msg);
             } else if self.pop_acked.contains(receipt) {
                 self.fail(format!("receipt {receipt:?} delivered to consumer {} after its ack", c.consumer));
             }
-            self.pop_delivered.insert(receipt.clone(), (c.consumer, c.ok, c.at));
+            self.pop_delivered.insert(receipt.clone(), (c.consumer, c.ok, c.at, c.commit_log_offset));
         }
         if c.ok {
             let group = self.consumer_group.get(&c.consumer);

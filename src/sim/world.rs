@@ -120,6 +120,8 @@ pub struct Consumed {
     pub at: Duration,
     /// Its POP receipt (`POP_CK`) when it was popped, `None` when pulled.
     pub receipt: Option<String>,
+    /// Its commit-log offset (what a send-back names).
+    pub commit_log_offset: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -614,6 +616,8 @@ impl Sim {
             Fault::ResetBroker(b) => self.reset_broker_conns(b),
             Fault::RestartBroker(b, down) | Fault::KillBroker(b, down) => {
                 if matches!(fault, Fault::KillBroker(..)) {
+                    let (name, wall) = (self.brokers[b].name().to_owned(), self.brokers[b].wall_ms(self.now));
+                    self.checker.broker_crashed(&name, wall);
                     self.brokers[b].crash(self.now);
                 } else {
                     self.brokers[b].restart(self.now);
@@ -1016,6 +1020,7 @@ impl Sim {
                 ok: n < ok_count,
                 at,
                 receipt: m.property(keys::POP_CK).map(str::to_owned),
+                commit_log_offset: m.commit_log_offset,
             };
             // A direct consume is not consumption of the queue.
             if batch.kind != crate::BatchKind::Direct {

@@ -1,6 +1,7 @@
 //! POP consumption on the simulated broker (`docs/pop.md`): SET_MESSAGE_REQUEST_MODE,
-//! QUERY_ASSIGNMENT, POP_MESSAGE with long polling, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME,
-//! checkpoints and their revive into the pop retry topic `%RETRY%{group}_{topic}`.
+//! QUERY_ASSIGNMENT, POP_MESSAGE with long polling, ACK_MESSAGE, BATCH_ACK_MESSAGE,
+//! CHANGE_MESSAGE_INVISIBLETIME, checkpoints and their revive into the pop retry topic
+//! `%RETRY%{group}_{topic}`. Orderly pops keep order infos instead (`pop_order.rs`).
 //!
 //! Checkpoints live in memory (the real broker writes them to its revive topic) and revive
 //! exactly when `popTime + invisibleTime` passes. The broker also keeps what it knows of every
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
+use super::pop_order::{Commit, OrderInfos, OrderKey};
 use super::store::{Filter, GetStatus, PullLimits};
 use super::{ConnId, Draft, FAQ, MAX_WAIT, SimBroker, error, header_error, reply};
 use crate::message::{DecodeOptions, MessageQueue, decode_message, encode_stored, keys};
@@ -24,7 +26,7 @@ use crate::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
     ConsumeInitMode, PopMessageRequestHeader, PopMessageResponseHeader,
 };
-use crate::protocol::receipt::{PopReceipt, RetryFlag};
+use crate::protocol::receipt::{POP_ORDER_REVIVE_QUEUE, PopReceipt, RetryFlag};
 use crate::protocol::{ExpressionType, JsonBody, RemotingCommand, ResponseCode};
 use crate::rebalance::AllocateStrategy;
 
@@ -53,18 +55,27 @@ pub struct PopStats {
     pub popped: u64,
     /// Acks that acked an invisible message.
     pub acked: u64,
-    /// CHANGE_MESSAGE_INVISIBLETIME requests served (each starts a new checkpoint).
+    /// CHANGE_MESSAGE_INVISIBLETIME requests served (each starts a new checkpoint, or for an
+    /// orderly receipt sets the message's next visible time).
     pub changed: u64,
     /// Messages re-put to a pop retry topic because their checkpoint expired unacked.
     pub revived: u64,
     /// Acks or changes naming a checkpoint entry that no longer waits: its message was revived
-    /// or renewed by a change meanwhile. Answered SUCCESS, no effect (as the real broker).
+    /// or renewed by a change meanwhile (orderly: a receipt of an earlier pop of the queue, or
+    /// of a message behind the group's offset). Answered SUCCESS, no effect (as the real broker).
     pub stale_acks: u64,
     /// Acks of a message acked already. Answered SUCCESS, no effect.
     pub double_acks: u64,
     /// Pops that handed out a stored message the group had popped already (its receipt was
-    /// still out or acked): only an offset reset or lost offsets (a crash) cause it.
+    /// still out or acked): only an offset reset or lost offsets (a crash) cause it. An orderly
+    /// redelivery (below) is not one.
     pub repops: u64,
+    /// Messages an orderly pop handed out again in place: ones of the queue's earlier orderly
+    /// pops, once its lock freed (every unacked one visible again; acked ones behind an unacked
+    /// one come again too, read from the first unacked offset; an older pop's offsets the
+    /// previous one did not return are forgotten), or to a retry of the previous pop (same
+    /// attempt id).
+    pub order_redelivered: u64,
     /// POLLING_TIMEOUT answers.
     pub polling_timeouts: u64,
     /// BATCH_ACK_MESSAGE requests served.
@@ -128,6 +139,8 @@ pub(super) struct PopService {
     held: Vec<HeldPop>,
     /// (group, topic read, queue, offset) → state.
     states: BTreeMap<(String, String, i32, i64), PopState>,
+    /// Orderly pops' order infos (persisted with the consumer offsets).
+    order: OrderInfos,
     stats: PopStats,
 }
 
@@ -138,9 +151,11 @@ impl PopService {
         self.held.clear();
     }
 
-    /// Lost offsets make re-pops legitimate: forget what was popped.
+    /// Lost offsets make re-pops legitimate: forget what was popped. The order infos are
+    /// flushed with the offsets: lost too.
     pub(super) fn forget_states(&mut self) {
         self.states.clear();
+        self.order.clear_all();
     }
 
     /// A client commit moved `queue_id`'s offset back to `offset` (a member still pulling while
@@ -158,11 +173,12 @@ impl PopService {
         self.held.retain(|h| h.conn != conn);
     }
 
-    /// When `handle_timeout` has pop work: a checkpoint due or a held pop expiring.
+    /// When `handle_timeout` has pop work: a checkpoint due, an orderly queue's lock freeing
+    /// or a held pop expiring.
     pub(super) fn next_timeout(&self) -> Option<Instant> {
         let ck = self.due.keys().next().map(|(t, _)| *t);
         let held = self.held.iter().map(|h| h.deadline).min();
-        ck.into_iter().chain(held).min()
+        ck.into_iter().chain(held).chain(self.order.next_wake()).min()
     }
 }
 
@@ -174,6 +190,8 @@ struct Collected {
     rest: i64,
     start_info: Vec<String>,
     msg_info: Vec<String>,
+    /// Orderly: `orderCountInfo` entries.
+    order_counts: Vec<String>,
 }
 
 /// The numbers of one pop, shared by every queue it reads.
@@ -187,6 +205,9 @@ struct PopCtx<'a> {
     pop_time: i64,
     revive_qid: i32,
     filter: &'a Filter,
+    /// `order=true`.
+    order: bool,
+    attempt_id: Option<&'a str>,
 }
 
 fn pop_header(
@@ -445,8 +466,14 @@ impl SimBroker {
         let ty = if exp == "*" { ExpressionType::Tag } else { h.exp_type.unwrap_or_default() };
         let filter = Filter::from_subscription(&SubscriptionData::build(&h.topic, exp, ty, 0));
 
-        let revive_qid = (self.pop.ck_number % REVIVE_QUEUE_NUM) as i32;
-        self.pop.ck_number = self.pop.ck_number.wrapping_add(1);
+        let order = h.order == Some(true);
+        let revive_qid = if order {
+            POP_ORDER_REVIVE_QUEUE
+        } else {
+            let qid = (self.pop.ck_number % REVIVE_QUEUE_NUM) as i32;
+            self.pop.ck_number = self.pop.ck_number.wrapping_add(1);
+            qid
+        };
         self.pop.pop_number += 1;
         let retry_first = self.pop.pop_number % RETRY_FIRST_EVERY == 0;
         let random_q = self.pop.rotation;
@@ -460,10 +487,13 @@ impl SimBroker {
             pop_time: wall,
             revive_qid,
             filter: &filter,
+            order,
+            attempt_id: h.attempt_id.as_deref(),
         };
         let retry = pop_retry_topic(&h.consumer_group, &h.topic);
         let mut got = Collected::default();
-        if retry_first {
+        // Orderly pops never read the pop retry topic.
+        if retry_first && !order {
             self.pop_topic(&ctx, &retry, random_q, &mut got, now);
         }
         if h.queue_id < 0 {
@@ -471,12 +501,13 @@ impl SimBroker {
         } else {
             self.pop_queue(&ctx, ti, h.queue_id, &mut got, now);
         }
-        if !retry_first && got.count < h.max_msg_nums {
+        if !retry_first && !order && got.count < h.max_msg_nums {
             self.pop_topic(&ctx, &retry, random_q, &mut got, now);
         }
         let mut header = pop_header(wall, h.invisible_time, revive_qid, got.rest);
         header.start_offset_info = Some(got.start_info.join(";"));
         header.msg_offset_info = Some(got.msg_info.join(";"));
+        header.order_count_info = order.then(|| got.order_counts.join(";"));
         if got.count > 0 {
             self.pop.stats.pops += 1;
             self.pop.stats.popped += got.count as u64;
@@ -527,6 +558,8 @@ impl SimBroker {
             for k in stale {
                 self.pop.states.remove(&k);
             }
+            // `resetPopOffset` clears the queue's orderly lock (`clearBlock`).
+            self.pop.order.clear(&key);
             self.pop_commit(group, topic, queue_id, to);
             return to;
         }
@@ -555,10 +588,15 @@ impl SimBroker {
     }
 
     /// `popMsgFromQueue`: read one queue from the group's offset, commit past what was read, and
-    /// record a checkpoint of what was found.
+    /// record a checkpoint of what was found. Orderly: skip a blocked queue, record an order
+    /// info instead, and leave the offset at the first message returned (acks move it).
     fn pop_queue(&mut self, ctx: &PopCtx<'_>, ti: usize, queue_id: i32, got: &mut Collected, now: Instant) {
         let topic = self.topics[ti].name.to_string();
         let mut offset = self.pop_offset(ctx.group, &topic, queue_id, ctx.init_mode);
+        let order_key: OrderKey = (ctx.group.to_owned(), topic.clone(), queue_id);
+        if ctx.order && self.pop.order.blocked(&order_key, ctx.attempt_id, ctx.pop_time) {
+            return; // its backlog is not counted in restNum either
+        }
         let Some(q) = self.queue(&topic, queue_id) else { return };
         if got.count >= ctx.max {
             got.rest += q.max_offset() - offset;
@@ -612,7 +650,9 @@ impl SimBroker {
                 got.body.extend_from_slice(&r.body);
             }
         }
-        if r.status != GetStatus::NoMessageInQueue {
+        if ctx.order && !found.is_empty() {
+            self.pop_commit(ctx.group, &topic, queue_id, offset);
+        } else if r.status != GetStatus::NoMessageInQueue {
             self.pop_commit(ctx.group, &topic, queue_id, r.next_begin_offset);
         }
         if found.is_empty() {
@@ -623,6 +663,10 @@ impl SimBroker {
         got.start_info.push(format!("{flag} {queue_id} {offset}"));
         let list: Vec<String> = found.iter().map(i64::to_string).collect();
         got.msg_info.push(format!("{flag} {queue_id} {}", list.join(",")));
+        if ctx.order {
+            self.order_popped(ctx, order_key, &found, got, now);
+            return;
+        }
         let visible_at = ctx.pop_time.saturating_add(ctx.invisible_time);
         for &o in &found {
             let key = (ctx.group.to_owned(), topic.clone(), queue_id, o);
@@ -640,6 +684,50 @@ impl SimBroker {
             ctx.invisible_time,
             now,
         );
+    }
+
+    /// An orderly pop found `found` in the queue of `key`: its new order info and the states of
+    /// its messages. A message popped before is counted as redelivered when it is no longer
+    /// invisible (the lock let the pop through), or when this pop retries the previous one
+    /// (same attempt id) that returned it; else as a repop. It need not be in the previous
+    /// order info: each pop replaces the order info (`ConsumerOrderInfoManager.update` keeps
+    /// only the counts), so an earlier pop's offsets past what the next one returned (it hit
+    /// maxMsgNums) are forgotten, and come again once their lease has lapsed.
+    fn order_popped(
+        &mut self,
+        ctx: &PopCtx<'_>,
+        key: OrderKey,
+        found: &[i64],
+        got: &mut Collected,
+        now: Instant,
+    ) {
+        let visible_at = ctx.pop_time.saturating_add(ctx.invisible_time);
+        let prev = self.pop.order.get(&key);
+        let retried = prev.is_some_and(|info| info.same_attempt(ctx.attempt_id));
+        for &o in found {
+            let state_key = (key.0.clone(), key.1.clone(), key.2, o);
+            let Some(before) = self.pop.states.insert(state_key, PopState::Invisible { visible_at }) else {
+                continue;
+            };
+            let early = matches!(before, PopState::Invisible { visible_at } if visible_at > ctx.pop_time);
+            if !early || (retried && prev.is_some_and(|info| info.offsets().contains(&o))) {
+                self.pop.stats.order_redelivered += 1;
+            } else {
+                self.pop.stats.repops += 1;
+            }
+        }
+        let flag = flag_digit(&key.1);
+        let (pop_time, invisible_time) = (ctx.pop_time, ctx.invisible_time);
+        self.pop.order.update(
+            key.clone(),
+            ctx.attempt_id,
+            pop_time,
+            invisible_time,
+            found,
+            flag,
+            &mut got.order_counts,
+        );
+        self.pop.order.touched(&key, pop_time, now);
     }
 
     #[allow(clippy::too_many_arguments)] // one checkpoint's fields
@@ -727,7 +815,7 @@ impl SimBroker {
     }
 
     /// ACK_MESSAGE: `AckMessageProcessor.appendAck`.
-    pub(super) fn on_ack(&mut self, conn: ConnId, req: &RemotingCommand) -> RemotingCommand {
+    pub(super) fn on_ack(&mut self, conn: ConnId, req: &RemotingCommand, now: Instant) -> RemotingCommand {
         let h: AckMessageRequestHeader = match req.header() {
             Ok(h) => h,
             Err(e) => return header_error(req, &e),
@@ -739,12 +827,25 @@ impl SimBroker {
             Ok(r) => r,
             Err(e) => return error(req, ResponseCode::SystemError, e.to_string()),
         };
-        self.ack_one(&h.consumer_group, &h.topic, h.queue_id, &receipt, h.offset);
-        reply(req, ResponseCode::Success)
+        let target = (h.consumer_group.as_str(), h.topic.as_str(), h.queue_id);
+        match self.ack_one(conn, target, &receipt, h.offset, now) {
+            Some(illegal) => error(req, ResponseCode::MessageIllegal, illegal),
+            None => reply(req, ResponseCode::Success),
+        }
     }
 
-    /// Ack one message whose request passed the checks.
-    fn ack_one(&mut self, group: &str, topic: &str, queue_id: i32, receipt: &PopReceipt, offset: i64) {
+    /// Ack one message whose request passed the checks; `Some(remark)` for MESSAGE_ILLEGAL.
+    fn ack_one(
+        &mut self,
+        conn: ConnId,
+        (group, topic, queue_id): (&str, &str, i32),
+        receipt: &PopReceipt,
+        offset: i64,
+        now: Instant,
+    ) -> Option<String> {
+        if receipt.is_order() {
+            return self.ack_orderly(conn, (group, topic, queue_id), receipt.pop_time, offset, now);
+        }
         let key = (group.to_owned(), topic.to_owned(), queue_id, offset);
         if self.ack_entry(group, topic, queue_id, receipt, offset) {
             self.pop.stats.acked += 1;
@@ -757,12 +858,69 @@ impl SimBroker {
         } else {
             self.pop.stats.stale_acks += 1;
         }
+        None
+    }
+
+    /// `AckMessageProcessor.ackOrderly`: an offset behind the group's is ignored; else
+    /// `commitAndNext` marks it in the order info and the group's offset moves to the first
+    /// unacked one. An offset the order info does not list is MESSAGE_ILLEGAL.
+    fn ack_orderly(
+        &mut self,
+        conn: ConnId,
+        (group, topic, queue_id): (&str, &str, i32),
+        pop_time: i64,
+        offset: i64,
+        now: Instant,
+    ) -> Option<String> {
+        let old = self.committed_offset(group, topic, queue_id).unwrap_or(-1);
+        let key: OrderKey = (group.to_owned(), topic.to_owned(), queue_id);
+        let commit =
+            if offset < old { Commit::Stale } else { self.pop.order.commit_and_next(&key, offset, pop_time) };
+        let state_key = (key.0.clone(), key.1.clone(), queue_id, offset);
+        match commit {
+            Commit::Next { offset: next, newly } => {
+                // `hasOffsetReset`: a pending admin reset wins.
+                if !self.reset_offsets.contains_key(&key) {
+                    self.pop_commit(group, topic, queue_id, next);
+                }
+                let wall = self.wall_ms(now);
+                self.pop.order.touched(&key, wall, now);
+                if newly {
+                    self.pop.stats.acked += 1;
+                    if let Some(state) = self.pop.states.get_mut(&state_key) {
+                        *state = PopState::Acked;
+                    }
+                } else {
+                    self.pop.stats.double_acks += 1;
+                }
+                None
+            }
+            Commit::Stale if self.pop.states.get(&state_key) == Some(&PopState::Acked) => {
+                self.pop.stats.double_acks += 1;
+                None
+            }
+            Commit::Stale => {
+                self.pop.stats.stale_acks += 1;
+                None
+            }
+            Commit::Illegal => Some(format!(
+                "offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, commit:{offset}, next:-1, /{}",
+                Self::born_host(conn)
+            )),
+        }
     }
 
     /// BATCH_ACK_MESSAGE (`AckMessageProcessor`, batch branch): an entry naming a topic or
     /// queue the broker does not have is skipped, as are offsets outside the queue; the answer
-    /// is SUCCESS all the same. An empty body is NO_MESSAGE.
-    pub(super) fn on_batch_ack(&mut self, conn: ConnId, req: &RemotingCommand) -> RemotingCommand {
+    /// is SUCCESS all the same. An empty body is NO_MESSAGE. Entries with revive queue 999 are
+    /// orderly: each bit goes through `ackOrderly` as a single ack does, and one the order info
+    /// does not list makes the answer MESSAGE_ILLEGAL (the later bits still served).
+    pub(super) fn on_batch_ack(
+        &mut self,
+        conn: ConnId,
+        req: &RemotingCommand,
+        now: Instant,
+    ) -> RemotingCommand {
         if req.body.is_empty() {
             return reply(req, ResponseCode::NoMessage);
         }
@@ -772,19 +930,26 @@ impl SimBroker {
             Err(e) => return error(req, ResponseCode::SystemError, e.to_string()),
         };
         self.pop.stats.batch_acks += 1;
+        let mut illegal = None;
         for a in &body.acks {
             let topic = a.retry.real_topic(&a.topic, &a.consumer_group);
             for receipt in a.receipts(&body.broker_name) {
                 let offset = receipt.queue_offset;
                 match self.ack_target(conn, &topic, a.queue_id, offset) {
-                    Ok(()) => self.ack_one(&a.consumer_group, &topic, a.queue_id, &receipt, offset),
+                    Ok(()) => {
+                        let target = (a.consumer_group.as_str(), topic.as_str(), a.queue_id);
+                        illegal = self.ack_one(conn, target, &receipt, offset, now).or(illegal);
+                    }
                     Err((ResponseCode::NoMessage, _)) => {}
                     // No such topic or queue: the broker logs and skips the entry.
                     Err(_) => break,
                 }
             }
         }
-        reply(req, ResponseCode::Success)
+        match illegal {
+            Some(remark) => error(req, ResponseCode::MessageIllegal, remark),
+            None => reply(req, ResponseCode::Success),
+        }
     }
 
     /// CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint from now, then an ack of the
@@ -809,6 +974,9 @@ impl SimBroker {
             Ok(r) => r,
             Err(e) => return change_error(req, ResponseCode::SystemError, e.to_string()),
         };
+        if receipt.is_order() {
+            return self.change_orderly(req, &h, &receipt, now);
+        }
         let wall = self.wall_ms(now);
         if !self.ack_entry(&h.consumer_group, &h.topic, h.queue_id, &receipt, h.offset) {
             self.pop.stats.stale_acks += 1;
@@ -837,6 +1005,45 @@ impl SimBroker {
         reply(req, ResponseCode::Success).with_header(&header).with_remark(NOT_SET)
     }
 
+    /// `processChangeInvisibleTimeForOrder`: the message's next visible time in its queue's
+    /// order info becomes now + invisibleTime (no checkpoint). The answer keeps the receipt's
+    /// popTime and gives invisibleTime from it; for an offset behind the group's (acked) it is
+    /// SUCCESS with the header's zeros.
+    fn change_orderly(
+        &mut self,
+        req: &RemotingCommand,
+        h: &ChangeInvisibleTimeRequestHeader,
+        receipt: &PopReceipt,
+        now: Instant,
+    ) -> RemotingCommand {
+        self.pop.stats.changed += 1;
+        let old = self.committed_offset(&h.consumer_group, &h.topic, h.queue_id).unwrap_or(-1);
+        if h.offset < old {
+            self.pop.stats.stale_acks += 1;
+            let zeros = ChangeInvisibleTimeResponseHeader { pop_time: 0, invisible_time: 0, revive_qid: 0 };
+            return reply(req, ResponseCode::Success).with_header(&zeros).with_remark(NOT_SET);
+        }
+        let wall = self.wall_ms(now);
+        let visible_at = wall.saturating_add(h.invisible_time);
+        let key: OrderKey = (h.consumer_group.clone(), h.topic.clone(), h.queue_id);
+        if self.pop.order.update_next_visible(&key, h.offset, receipt.pop_time, visible_at) {
+            let state_key = (key.0.clone(), key.1.clone(), h.queue_id, h.offset);
+            if let Some(state @ PopState::Invisible { .. }) = self.pop.states.get_mut(&state_key) {
+                *state = PopState::Invisible { visible_at };
+            }
+            self.pop.order.touched(&key, wall, now);
+        } else {
+            // Not the queue's last pop: the broker logs it and answers as if done.
+            self.pop.stats.stale_acks += 1;
+        }
+        let header = ChangeInvisibleTimeResponseHeader {
+            pop_time: receipt.pop_time,
+            invisible_time: visible_at - receipt.pop_time,
+            revive_qid: receipt.revive_qid,
+        };
+        reply(req, ResponseCode::Success).with_header(&header).with_remark(NOT_SET)
+    }
+
     // ----- revive and long polling -------------------------------------------------------------
 
     /// Revive checkpoints due at `now`, then answer held pops whose time ran out.
@@ -852,6 +1059,16 @@ impl SimBroker {
                 if !acked {
                     self.revive(&key, &ck, *o, now);
                 }
+            }
+        }
+        for (group, topic, queue_id) in self.pop.order.take_due(now) {
+            // `notifyLongPollingRequestIfNeed`: only when the queue has messages past the
+            // group's offset.
+            let offset = self.committed_offset(&group, &topic, queue_id).unwrap_or(-1);
+            if self.max_offset(&topic, queue_id) > offset {
+                self.wake_held(now, |h| {
+                    h.group == group && h.topic == topic && (h.queue_id < 0 || h.queue_id == queue_id)
+                });
             }
         }
         if self.pop.held.iter().any(|h| h.deadline <= now) {
@@ -911,15 +1128,18 @@ impl SimBroker {
             return;
         }
         let name = self.topics[ti].name.clone();
-        let (wake, keep): (Vec<HeldPop>, Vec<HeldPop>) =
-            std::mem::take(&mut self.pop.held).into_iter().partition(|h| {
-                (*h.topic == *name
-                    && (h.queue_id < 0 || h.queue_id == queue_id)
-                    && h.filter.matches(tags_code))
-                    || *name == pop_retry_topic(&h.group, &h.topic)
-            });
+        self.wake_held(now, |h| {
+            (*h.topic == *name && (h.queue_id < 0 || h.queue_id == queue_id) && h.filter.matches(tags_code))
+                || *name == pop_retry_topic(&h.group, &h.topic)
+        });
+    }
+
+    /// Re-run the held pops `wake` picks; they may be held again.
+    fn wake_held(&mut self, now: Instant, wake: impl Fn(&HeldPop) -> bool) {
+        let (woken, keep): (Vec<HeldPop>, Vec<HeldPop>) =
+            std::mem::take(&mut self.pop.held).into_iter().partition(|h| wake(h));
         self.pop.held = keep;
-        for h in wake {
+        for h in woken {
             if let Some(answer) = self.on_pop(h.conn, &h.request, true, now) {
                 self.respond(h.conn, &h.request, answer);
             }

@@ -481,6 +481,7 @@ fn pop_invariants_catch_double_delivery_and_early_or_failed_acks() {
         ok,
         at: secs(done),
         receipt: Some(receipt.to_string()),
+        commit_log_offset: 0,
     };
     let ack_at = |c: &mut Checker, at: u64| c.on_request(0, C1, Some("broker-a"), &ack(&receipt), secs(at));
     let verdict = |mut c: Checker| c.check(&sim);
@@ -542,4 +543,216 @@ fn pop_invariants_catch_double_delivery_and_early_or_failed_acks() {
     c.on_broker_output(C1, &answer(ResponseCode::Success));
     ack_at(&mut c, 3);
     assert!(verdict(c).unwrap_err().contains("after acking it"));
+}
+
+/// An orderly pop of `queue_id` (-1: every queue) for at most `max` messages.
+fn order_pop(queue_id: i32, max: i32, invisible_ms: i64) -> RemotingCommand {
+    pop_with(|h| {
+        (h.order, h.queue_id, h.max_msg_nums, h.invisible_time) = (Some(true), queue_id, max, invisible_ms)
+    })
+}
+
+fn bodies(got: &[(MessageExt, PopReceipt)]) -> Vec<String> {
+    got.iter().map(|(m, _)| String::from_utf8_lossy(&m.body).into_owned()).collect()
+}
+
+fn order_counts(a: &RemotingCommand) -> Option<String> {
+    a.header::<PopMessageResponseHeader>().unwrap().order_count_info
+}
+
+#[test]
+fn orderly_pop_locks_its_queue_until_every_message_is_acked() {
+    let t = t0();
+    let mut b = broker(t);
+    for i in 0..4 {
+        produce(&mut b, 0, &format!("a{i}"), t);
+    }
+    produce(&mut b, 1, "b0", t);
+    let a = call(&mut b, order_pop(0, 2, 20_000), t);
+    let h: PopMessageResponseHeader = a.header().unwrap();
+    assert_eq!(
+        (h.revive_qid, h.start_offset_info.as_deref(), h.msg_offset_info.as_deref()),
+        (999, Some("0 0 0"), Some("0 0 0,1"))
+    );
+    assert_eq!(h.order_count_info.as_deref(), Some("0 0 0"), "a first pop: no counts");
+    let first = popped(&a);
+    assert_eq!(bodies(&first), ["a0", "a1"]);
+    assert!(first.iter().all(|(_, r)| r.is_order() && r.retry == RetryFlag::Normal));
+    assert_eq!(b.committed_offset(G, "T", 0), Some(0), "the offset stays at the first message out");
+    assert_eq!(b.checkpoints(), 0, "no checkpoint");
+
+    // Queue 0 is locked: a pop of every queue gets queue 1 only; then nothing, queue 0's
+    // backlog not counted.
+    let a = call(&mut b, order_pop(-1, 32, 20_000), ms(t, 10));
+    assert_eq!((bodies(&popped(&a)), order_counts(&a).as_deref()), (vec!["b0".to_owned()], Some("0 1 0")));
+    let a = call(&mut b, order_pop(-1, 32, 20_000), ms(t, 20));
+    assert_eq!(a.response_code(), Some(ResponseCode::PollingTimeout));
+    let h: PopMessageResponseHeader = a.header().unwrap();
+    assert_eq!((h.revive_qid, h.rest_num, a.ext_fields.get("orderCountInfo")), (999, 0, Some("")));
+
+    // Acked out of order: the offset waits for a0, and the lock for both.
+    assert_eq!(call(&mut b, ack(&first[1].1), ms(t, 30)).response_code(), Some(ResponseCode::Success));
+    assert_eq!(b.committed_offset(G, "T", 0), Some(0));
+    assert_eq!(
+        call(&mut b, order_pop(0, 2, 20_000), ms(t, 40)).response_code(),
+        Some(ResponseCode::PollingTimeout)
+    );
+    assert_eq!(call(&mut b, ack(&first[0].1), ms(t, 50)).response_code(), Some(ResponseCode::Success));
+    assert_eq!(b.committed_offset(G, "T", 0), Some(2));
+    assert_eq!(b.pop_state(G, "T", 0, 0), Some(PopState::Acked));
+    // Again: behind the group's offset, no effect.
+    assert_eq!(call(&mut b, ack(&first[0].1), ms(t, 60)).response_code(), Some(ResponseCode::Success));
+    let a = call(&mut b, order_pop(0, 32, 20_000), ms(t, 70));
+    assert_eq!(
+        (bodies(&popped(&a)), order_counts(&a).as_deref()),
+        (vec!["a2".to_owned(), "a3".to_owned()], Some("0 0 0"))
+    );
+    let s = b.pop_stats();
+    assert_eq!((s.acked, s.double_acks, s.repops, s.order_redelivered), (2, 1, 0, 0));
+    advance(&mut b, ms(t, 200_000));
+    assert_eq!(b.pop_stats().revived, 0, "nothing of an orderly pop is revived");
+    assert!(b.messages(&pop_retry_topic(G, "T"), 0).is_empty());
+}
+
+#[test]
+fn orderly_change_invisible_brings_the_rest_back_in_place_counted() {
+    let t = t0();
+    let mut b = broker(t);
+    for i in 0..4 {
+        produce(&mut b, 0, &format!("o{i}"), t);
+    }
+    let first = popped(&call(&mut b, order_pop(0, 2, 20_000), t));
+    assert_eq!(call(&mut b, ack(&first[0].1), ms(t, 100)).response_code(), Some(ResponseCode::Success));
+    let r1 = &first[1].1;
+    let a = call(&mut b, change(r1, 1_000), ms(t, 200));
+    assert_eq!(
+        (a.response_code(), a.remark_str()),
+        (Some(ResponseCode::Success), "not set any response code")
+    );
+    let h: ChangeInvisibleTimeResponseHeader = a.header().unwrap();
+    // The receipt's popTime kept; invisibleTime counted from it.
+    assert_eq!((h.pop_time, h.invisible_time, h.revive_qid), (r1.pop_time, 1_200, 999));
+    assert_eq!(b.pop_state(G, "T", 0, 1), Some(PopState::Invisible { visible_at: r1.pop_time + 1_200 }));
+    assert_eq!(
+        call(&mut b, order_pop(0, 2, 20_000), ms(t, 1_199)).response_code(),
+        Some(ResponseCode::PollingTimeout)
+    );
+
+    // Visible again: o1 and o2 from the topic itself, o1's attempt counted (as 5.3.3 answered).
+    let a = call(&mut b, order_pop(0, 2, 20_000), ms(t, 1_200));
+    assert_eq!(order_counts(&a).as_deref(), Some("0 qo0%1 1;0 0 0"));
+    let again = popped(&a);
+    assert_eq!(bodies(&again), ["o1", "o2"]);
+    assert_eq!(
+        (again[0].1.retry, again[0].1.queue_offset, again[0].1.ck_queue_offset),
+        (RetryFlag::Normal, 1, 1)
+    );
+    let s = b.pop_stats();
+    assert_eq!((s.order_redelivered, s.repops, s.revived, s.changed), (1, 0, 0, 1));
+    // The old receipt of o1 is of an earlier pop: SUCCESS, no effect.
+    assert_eq!(call(&mut b, ack(r1), ms(t, 1_300)).response_code(), Some(ResponseCode::Success));
+    assert_eq!((b.pop_stats().stale_acks, b.committed_offset(G, "T", 0)), (1, Some(1)));
+    assert_eq!(call(&mut b, change(r1, 1_000), ms(t, 1_300)).response_code(), Some(ResponseCode::Success));
+    assert_eq!(b.pop_stats().stale_acks, 2, "a change of an earlier pop's receipt does nothing");
+
+    // Nothing acked: a pop held meanwhile is woken when the lock frees, both counted again.
+    b.handle(
+        C1,
+        pop_with(|h| (h.order, h.queue_id, h.max_msg_nums, h.poll_time) = (Some(true), 0, 2, 30_000)),
+        ms(t, 2_000),
+    );
+    assert!(drain(&mut b).is_empty(), "held");
+    advance(&mut b, ms(t, 21_199));
+    assert!(drain(&mut b).is_empty());
+    advance(&mut b, ms(t, 21_200));
+    let out = drain(&mut b);
+    assert_eq!(out.len(), 1);
+    assert_eq!(order_counts(&out[0]).as_deref(), Some("0 qo0%1 2;0 qo0%2 1;0 0 1"));
+    assert_eq!(bodies(&popped(&out[0])), ["o1", "o2"]);
+    assert_eq!((b.pop_stats().order_redelivered, b.pop_stats().repops), (3, 0));
+}
+
+#[test]
+fn an_older_orderly_pops_offsets_the_next_one_left_out_come_again_uncounted_as_repops() {
+    // 5.3.3 replaces the order info with each pop: offsets of an earlier pop that the next one
+    // did not return (maxMsgNums) are forgotten, and popped again in place once visible.
+    let t = t0();
+    let mut b = broker(t);
+    for i in 0..4 {
+        produce(&mut b, 0, &format!("o{i}"), t);
+    }
+    let first = popped(&call(&mut b, order_pop(0, 4, 20_000), t));
+    for (_, r) in &first {
+        call(&mut b, change(r, 1_000), ms(t, 100));
+    }
+    let a = call(&mut b, order_pop(0, 2, 20_000), ms(t, 1_100));
+    assert_eq!(bodies(&popped(&a)), ["o0", "o1"]);
+    assert_eq!(
+        b.pop_state(G, "T", 0, 3),
+        Some(PopState::Invisible { visible_at: first[3].1.pop_time + 1_100 })
+    );
+    for (_, r) in popped(&a) {
+        call(&mut b, change(&r, 1_000), ms(t, 1_200));
+    }
+    let a = call(&mut b, order_pop(0, 4, 20_000), ms(t, 2_200));
+    assert_eq!(bodies(&popped(&a)), ["o0", "o1", "o2", "o3"]);
+    assert_eq!((b.pop_stats().order_redelivered, b.pop_stats().repops), (6, 0));
+}
+
+#[test]
+fn orderly_batch_ack_acks_each_bit_in_order() {
+    // 5.3.3's batch branch sends each bit of a revive queue 999 entry through `ackOrderly`.
+    let t = t0();
+    let mut b = broker(t);
+    for i in 0..4 {
+        produce(&mut b, 0, &format!("o{i}"), t);
+    }
+    let got = popped(&call(&mut b, order_pop(0, 3, 20_000), t));
+    let mut entry = BatchAck::for_checkpoint(G, "T", &got[0].1);
+    assert_eq!(entry.revive_queue_id, 999);
+    for (_, r) in &got {
+        assert!(entry.same_checkpoint("T", r) && entry.set(r.queue_offset));
+    }
+    // A pop held on the locked queue meanwhile.
+    b.handle(C1, pop_with(|h| (h.order, h.queue_id, h.poll_time) = (Some(true), 0, 15_000)), ms(t, 50));
+    assert!(drain(&mut b).is_empty(), "held");
+    // Offset 3 is in the queue but not in the pop: MESSAGE_ILLEGAL, the others acked.
+    entry.set(3);
+    let a = call(&mut b, batch_ack([entry]), ms(t, 100));
+    assert_eq!(a.response_code(), Some(ResponseCode::MessageIllegal));
+    assert_eq!(a.remark_str(), "offset is illegal, key:T@G@0, old:3, commit:3, next:-1, /127.0.0.1:1025");
+    assert_eq!((b.pop_stats().acked, b.committed_offset(G, "T", 0)), (3, Some(3)));
+    // The lock is free: the held pop is woken at once.
+    assert_eq!(b.poll_timeout(), Some(ms(t, 100)));
+    advance(&mut b, ms(t, 100));
+    let out = drain(&mut b);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (bodies(&popped(&out[0])), order_counts(&out[0]).as_deref()),
+        (vec!["o3".to_owned()], Some("0 0 0"))
+    );
+}
+
+#[test]
+fn a_normal_pop_beside_an_orderly_one_keeps_its_checkpoints() {
+    let t = t0();
+    let mut b = broker(t);
+    produce(&mut b, 0, "a0", t);
+    produce(&mut b, 1, "b0", t);
+    popped(&call(&mut b, order_pop(0, 32, 5_000), t));
+    // Another group pops normally: both queues, checkpoints, no counts, revived when unacked.
+    let a =
+        call(&mut b, pop_with(|h| (h.consumer_group, h.invisible_time) = ("G2".into(), 5_000)), ms(t, 10));
+    let h: PopMessageResponseHeader = a.header().unwrap();
+    assert!((0..8).contains(&h.revive_qid));
+    assert_eq!((h.order_count_info, a.ext_fields.get("orderCountInfo")), (None, None));
+    let mut starts: Vec<&str> = h.start_offset_info.as_deref().unwrap_or("").split(';').collect();
+    starts.sort_unstable();
+    assert_eq!((starts, b.checkpoints()), (vec!["0 0 0", "0 1 0"], 2));
+    assert_eq!((b.committed_offset("G2", "T", 0), b.committed_offset("G2", "T", 1)), (Some(1), Some(1)));
+    advance(&mut b, ms(t, 5_010));
+    assert_eq!(b.pop_stats().revived, 2);
+    assert_eq!(b.messages(&pop_retry_topic("G2", "T"), 0).len(), 2);
+    assert!(b.messages(&pop_retry_topic(G, "T"), 0).is_empty());
+    assert_eq!(b.committed_offset(G, "T", 0), Some(0), "the orderly group's queue is untouched");
 }
