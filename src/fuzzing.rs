@@ -51,10 +51,14 @@ fn read_every_header(cmd: &RemotingCommand) {
     let _ = AckMessageRequestHeader::read_from(ext);
     let _ = ChangeInvisibleTimeRequestHeader::read_from(ext);
     let _ = ChangeInvisibleTimeResponseHeader::read_from(ext);
-    // Any value may be a receipt: what parses must print back to itself.
+    // Any value may be a receipt: what parses must print back to itself. Or an orderly pop's
+    // counts: never negative.
     for (_, v) in ext.iter() {
         if let Ok(r) = PopReceipt::parse(v) {
             assert_eq!(PopReceipt::parse(&r.to_string()), Ok(r), "receipt round trip");
+        }
+        if let Ok(c) = crate::protocol::order_count::OrderCounts::parse(v) {
+            assert!(c.count(0, 0) >= 0 && c.count(1, 1) >= 0);
         }
     }
 }
@@ -196,17 +200,22 @@ pub fn consumer_frames(data: &[u8]) {
 
     let mut sim = Sim::builder(7).broker("broker-a", &[("T", 2)]).results_together(true).build();
     sim.skip_broker_commit_check();
-    // An odd last byte: the group pops (forged pop answers, receipts, ack answers).
-    if data.last().is_some_and(|b| b & 1 == 1) {
+    // An odd last byte: the group pops (forged pop answers, receipts, ack answers); with bit 1
+    // set too, an orderly consumer pops in order (forged order counts).
+    let last = data.last().copied().unwrap_or(0);
+    if last & 1 == 1 {
         let mode = crate::protocol::body::MessageRequestMode::Pop;
         sim.broker_mut(0).set_message_request_mode("T", "G", mode, 0);
     }
     sim.produce("T", 6);
-    let c = sim.add_consumer(
-        sim.config("G")
-            .subscribe("T", "*")
-            .consume_from_where(crate::ConsumeFromWhere::ConsumeFromFirstOffset),
-    );
+    let mut cfg = sim
+        .config("G")
+        .subscribe("T", "*")
+        .consume_from_where(crate::ConsumeFromWhere::ConsumeFromFirstOffset);
+    if last & 3 == 3 {
+        cfg = cfg.consume_mode(crate::ConsumeMode::Orderly).orderly_pop(true);
+    }
+    let c = sim.add_consumer(cfg);
     sim.run_for(Duration::from_secs(2));
     const CODES: [i32; 16] = [0, 1, 2, 3, 17, 19, 20, 21, 22, 24, 25, 26, 209, 210, 215, 1500];
     const REQUESTS: [i32; 7] = [40, 220, 221, 307, 309, 39, 9999];

@@ -135,7 +135,10 @@
 //!   every other answer (PULL, none, an error, a 4.x broker) allocates here as before. A popped
 //!   message is acked only after its listener succeeded, made invisible again after Java's
 //!   back-off when it failed, and otherwise comes back after its invisible time: nothing popped
-//!   is lost, and nothing is committed by offset.
+//!   is lost, and nothing is committed by offset. An orderly consumer with `orderly_pop` pops
+//!   with `order=true`: the broker locks each queue per pop; each queue's popped messages go to
+//!   the listener one batch at a time, held messages have their invisible time renewed, and a
+//!   failed batch goes back to the broker with what waits behind it, to come back in place.
 //!
 //! The simulator checks these after every step of every scenario and of a 10 000-seed randomized
 //! run with faults, a third of it orderly (`tests/sim_random.rs`).

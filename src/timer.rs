@@ -37,6 +37,8 @@ pub(crate) enum Timer {
     Lock(QueueKey),
     /// Orderly: a suspended queue may consume again.
     OrderlyResume(QueueKey),
+    /// Orderly POP: extend the invisible time of popped messages still held here.
+    PopOrderRenew,
     /// A request's response is overdue.
     Request(i32),
     /// The oldest in-flight batch reaches `consumeTimeout`.

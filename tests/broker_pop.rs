@@ -47,7 +47,7 @@ const NOW: i64 = -1;
 
 impl Default for Pop {
     fn default() -> Self {
-        Pop { max: 32, invisible_ms: 60_000, poll_ms: 2_000, born_time: 0, order: false }
+        Self { max: 32, invisible_ms: 60_000, poll_ms: 2_000, born_time: 0, order: false }
     }
 }
 
@@ -73,7 +73,7 @@ impl PopGroup {
         heartbeat(b, client_id, &group, &[&topic]);
         let mut ns = Conn::connect(&env.namesrv);
         let broker_name = route(&mut ns, &topic).1.subscribe_queues(&topic)[0].broker_name.to_string();
-        PopGroup { topic, group, broker_name }
+        Self { topic, group, broker_name }
     }
 
     /// A new group switched to POP (`setConsumeMode`, as mqadmin does it).
@@ -365,12 +365,12 @@ fn pop_batch_ack_acks_its_bits_for_normal_and_revived_messages() {
     assert_eq!(r.code, ResponseCode::NoMessage as i32, "{}", r.remark_str());
 }
 
-/// Orderly POP (`order=true`), which the Java push consumer never sends: what the 5.3.3 broker
-/// does with it, recorded for an orderly POP consumer still to build (docs/pop.md §0). A pop
+/// Orderly POP (`order=true`), which the Java push consumer never sends and ours does with
+/// `orderly_pop` (docs/pop.md §0): what the 5.3.3 broker does with it. A pop
 /// of a queue locks it for the group until every message it returned is acked (a second pop
 /// gets nothing); receipts carry revive queue 999 and the answer an `orderCountInfo`; a change
 /// of invisible time brings the same message back from the topic itself (no retry topic), with
-/// its attempt counted, and the messages after it with it.
+/// its attempt counted, and the messages after it with it; a batch ack frees the queue too.
 #[test]
 fn orderly_pop_locks_the_queue_until_acked_and_redelivers_in_place() {
     let Some(env) = broker_env() else { return };
@@ -418,8 +418,9 @@ fn orderly_pop_locks_the_queue_until_acked_and_redelivers_in_place() {
         (again.msgs[0].1.retry, again.msgs[0].1.queue_offset),
         (RetryFlag::Normal, later.queue_offset)
     );
-    for (_, r) in &again.msgs {
-        assert_eq!(g.ack(&mut b, r), 0);
-    }
+    // A batch ack of orderly receipts (revive queue 999) frees the queue as single acks do.
+    let receipts: Vec<&PopReceipt> = again.msgs.iter().map(|m| &m.1).collect();
+    let r = g.batch_ack(&mut b, &receipts);
+    assert_eq!((r.code, r.remark_str()), (0, ""));
     assert_eq!(g.pop(&mut b, p).bodies(), ["o-3"]);
 }

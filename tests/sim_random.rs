@@ -1,5 +1,5 @@
-//! Randomized runs: a topology, consume mode (a third orderly, a sixth of the others' group
-//! switched to POP on the brokers), listener behaviour (failures,
+//! Randomized runs: a topology, consume mode (a third orderly, a quarter of those popping in
+//! order; a sixth of the others' group switched to POP on the brokers), listener behaviour (failures,
 //! slow and very slow batches, poison messages) and fault schedule from each seed; the simulator
 //! checks the invariants after every step, and every run must end with every produced message
 //! consumed or dead-lettered once the faults heal. Consumers run inside a `Driver` as adapters
@@ -28,6 +28,8 @@ struct Plan {
     orderly: bool,
     /// The group is switched to POP on every broker before the consumers start.
     pop: bool,
+    /// Orderly consumers pop in order (`orderly_pop`; the group is switched to POP).
+    orderly_pop: bool,
     /// Consume results due at one instant are fed together (acks batch); POP seeds only.
     results_together: bool,
     /// The brokers serve BATCH_ACK_MESSAGE (else the consumer falls back to single acks).
@@ -69,6 +71,9 @@ fn plan(seed: u64) -> Plan {
     // POP has no dead-letter queue (Java acks them after 4 hours).
     let pop = !orderly && SimRng::new(seed ^ 0x0909_b0b0).below(4) == 0;
     let poison = poison && !pop;
+    // A quarter of the orderly seeds pop in order (their poison messages are dead-lettered).
+    let orderly_pop = orderly && SimRng::new(seed ^ 0x04de_4e70).below(4) == 0;
+    let pop = pop || orderly_pop;
     // POP seeds: three quarters feed results together (acks share BATCH_ACKs), and a third of
     // those brokers do not know BATCH_ACK (a stream of its own).
     let mut acks = SimRng::new(seed ^ 0xbac4_ac45);
@@ -120,6 +125,7 @@ fn plan(seed: u64) -> Plan {
         pull_lag,
         orderly,
         pop,
+        orderly_pop,
         results_together,
         batch_ack,
         long_batches,
@@ -186,6 +192,7 @@ fn run(seed: u64) -> Result<u64, String> {
         .consume_thread_min(p.slots)
         .consume_thread_max(p.slots)
         .consume_mode(if p.orderly { ConsumeMode::Orderly } else { ConsumeMode::Concurrently })
+        .orderly_pop(p.orderly_pop)
         .pop_invisible_time(Duration::from_secs(5));
     for _ in 0..p.consumers {
         sim.add_consumer(cfg.clone());

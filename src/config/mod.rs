@@ -75,6 +75,7 @@ pub struct ConsumerConfig {
     pub(crate) pop_threshold_for_queue: usize,
     pub(crate) pop_invisible_time: Duration,
     pub(crate) pop_batch_nums: i32,
+    pub(crate) orderly_pop: bool,
     pub(crate) pull_batch_size_in_bytes: i32,
     pub(crate) consume_message_batch_max_size: usize,
     pub(crate) post_subscription_when_pull: bool,
@@ -214,8 +215,9 @@ setters! {
     /// how the group reads each topic (QUERY_ASSIGNMENT; 5.x brokers) and pops where an
     /// operator switched the group to POP (`mqadmin setConsumeMode`, `rmqcat group mode`);
     /// where it reads by PULL, queues are still allocated here, by `allocateMessageQueueStrategy`.
-    /// True keeps pulling whatever the broker says, as Java's default does. Orderly and
-    /// broadcasting consumers always allocate here and pull, as in Java.
+    /// True keeps pulling whatever the broker says, as Java's default does. Broadcasting
+    /// consumers always allocate here and pull, as in Java; orderly ones too unless
+    /// `orderly_pop` is on.
     client_rebalance: bool;
     /// `popThresholdForQueue`, default 96, 1..=65535: popped messages not yet acked or made
     /// invisible again, above which a POP queue pops no more for 50 ms.
@@ -225,6 +227,15 @@ setters! {
     pop_invisible_time: Duration;
     /// `popBatchNums`, default 32, 1..=32: most messages per pop.
     pop_batch_nums: i32;
+    /// No Java counterpart (Java's orderly push consumer always pulls with locks); default
+    /// false. True lets an orderly clustering consumer follow the broker's mode as a concurrent
+    /// one does and, where the group pops, pop with `order=true`: the broker locks each queue
+    /// for the group until what it handed out is acked, so members share queues without client
+    /// locks; each queue's messages go to the listener one batch at a time, in order, and a
+    /// suspended batch comes back in place, counted (`docs/pop.md` §0). Keep it false while
+    /// orderly members that pull (Java's, or older ones) share the group: they would not see
+    /// the broker's lock.
+    orderly_pop: bool;
     /// `consumeMessageBatchMaxSize`, default 1, 1..=1024: messages per listener call.
     consume_message_batch_max_size: usize;
     /// `postSubscriptionWhenPull`, default false.
@@ -313,6 +324,7 @@ impl ConsumerConfigBuilder {
                 pop_threshold_for_queue: 96,
                 pop_invisible_time: Duration::from_secs(60),
                 pop_batch_nums: 32,
+                orderly_pop: false,
                 pull_batch_size_in_bytes: 256 * 1024,
                 consume_message_batch_max_size: 1,
                 post_subscription_when_pull: false,

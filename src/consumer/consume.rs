@@ -275,6 +275,10 @@ impl Consumer {
         }
         let Some(mut b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
         if let Some(pop) = b.pop.take() {
+            if pop.order.is_some() {
+                self.on_pop_order_consumed(id, &b, *pop, &result);
+                return Ok(());
+            }
             if b.started {
                 self.trim_timeouts();
                 self.slot_freed();

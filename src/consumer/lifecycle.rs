@@ -188,10 +188,12 @@ impl Consumer {
                     | Timer::PersistOffsets
                     | Timer::ConsumeTimeoutScan
                     | Timer::LockRenew
+                    | Timer::PopOrderRenew
             )
         });
         self.local_retries.clear();
         self.drop_waiting_batches();
+        self.drop_pop_order(None);
         self.timers.set(Timer::ShutdownDeadline, self.now + self.cfg.await_termination_when_shutdown);
         self.timers.set(Timer::ShutdownLimit, self.now + self.shutdown_limit());
     }

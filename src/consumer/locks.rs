@@ -126,8 +126,11 @@ impl Consumer {
             .all_keys()
             .into_iter()
             // A `Locking` queue granted again while its batch runs holds a lock to renew too.
+            // A POP queue is locked by the broker itself, per pop.
             .filter(|k| {
-                self.queues.get(*k).is_some_and(|q| q.phase != Phase::Locking || q.locked_at.is_some())
+                self.queues.get(*k).is_some_and(|q| {
+                    q.phase != Phase::Popping && (q.phase != Phase::Locking || q.locked_at.is_some())
+                })
             })
             .collect();
         self.lock_queues(&keys);
@@ -388,7 +391,7 @@ impl Consumer {
             .all_keys()
             .into_iter()
             .filter_map(|k| self.queues.get(k))
-            .filter(|q| q.consuming.is_none())
+            .filter(|q| q.consuming.is_none() && q.phase != Phase::Popping)
             .map(|q| q.mq.clone())
             .collect();
         if !mqs.is_empty() {

@@ -24,6 +24,7 @@ mod offsets;
 mod orderly;
 mod pop;
 mod pop_ack;
+mod pop_orderly;
 mod pull;
 mod queues;
 mod rebalance;
@@ -185,6 +186,12 @@ pub struct Consumer {
     pop_acks: Vec<pop_ack::QueuedAck>,
     /// Brokers that answered BATCH_ACK_MESSAGE with REQUEST_CODE_NOT_SUPPORTED: acked one by one.
     no_batch_ack: BTreeSet<PeerAddr>,
+    /// Orderly POP: per popping queue and real queue id, messages waiting for the listener.
+    pop_order: HashMap<(crate::timer::QueueKey, i32), pop_orderly::PopOrderQueue>,
+    /// Orderly POP: how often the listener failed each message not yet acked.
+    pop_order_failures: HashMap<pop_orderly::StoredAt, i32>,
+    /// Orderly POP: per real queue, the last offset a listener consumed (`pop_orderly.rs`).
+    pop_order_done: HashMap<pop_orderly::QueueAt, i64>,
 }
 
 impl Consumer {
@@ -257,6 +264,9 @@ impl Consumer {
             pop_requests_out: 0,
             pop_acks: Vec::new(),
             no_batch_ack: BTreeSet::new(),
+            pop_order: HashMap::new(),
+            pop_order_failures: HashMap::new(),
+            pop_order_done: HashMap::new(),
             cfg: config,
         };
         c.start();
@@ -456,6 +466,7 @@ impl Consumer {
             Timer::PullCommitsSettled => {}
             Timer::ShutdownLimit => self.on_shutdown_limit(),
             Timer::LockRenew => self.renew_locks(),
+            Timer::PopOrderRenew => self.renew_pop_order(),
             Timer::StatsSample => {
                 self.windows.sample(self.now);
                 self.timers.set(Timer::StatsSample, self.now + SAMPLE_EVERY);

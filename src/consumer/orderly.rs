@@ -27,8 +27,8 @@ use crate::protocol::body::MessageModel;
 use crate::timer::{QueueKey, Timer};
 
 /// Java's clamp of `suspendCurrentQueueTimeMillis`.
-const SUSPEND_MIN: Duration = Duration::from_millis(10);
-const SUSPEND_MAX: Duration = Duration::from_secs(30);
+pub(super) const SUSPEND_MIN: Duration = Duration::from_millis(10);
+pub(super) const SUSPEND_MAX: Duration = Duration::from_secs(30);
 
 impl Consumer {
     /// Orderly re-keying (the broker moved the queue): the running batch, if any, still blocks

@@ -85,6 +85,9 @@ pub(super) struct PopBatch {
     /// The subscribed topic (wire name): acks name the real topic derived from it.
     pub(super) topic: Arc<str>,
     pub(super) items: SmallVec<[PopItem; 1]>,
+    /// Orderly (`pop_orderly.rs`): the real queue id and the messages (a dead letter is sent
+    /// back by its commit-log offset).
+    pub(super) order: Option<(i32, Arc<Vec<crate::MessageExt>>)>,
 }
 
 #[derive(Debug)]
@@ -98,7 +101,7 @@ impl Consumer {
     /// This consumer follows the broker's mode: clustering, concurrent, `clientRebalance` off.
     pub(super) fn follows_pop(&self) -> bool {
         !self.cfg.client_rebalance
-            && self.cfg.consume_mode == ConsumeMode::Concurrently
+            && (self.cfg.consume_mode == ConsumeMode::Concurrently || self.pops_orderly())
             && self.cfg.message_model == MessageModel::Clustering
     }
 
@@ -169,7 +172,9 @@ impl Consumer {
             Err(_) => None,
         };
         let Some(answer) = answer else {
-            if self.pop_queues.iter().any(|q| &*q.topic == topic) {
+            // An orderly consumer that may pop does not guess PULL either: pulling with client
+            // locks while the others pop under the broker's would let two members run one queue.
+            if self.pop_queues.iter().any(|q| &*q.topic == topic) || self.pops_orderly() {
                 // The queues stay as they are; the next periodic rebalance asks again (another
                 // broker, if there is one).
                 self.rebalancing.remove(topic);
@@ -242,6 +247,10 @@ impl Consumer {
             return;
         }
         self.timers.stop(Timer::Pull(key));
+        if self.pops_orderly() {
+            self.pop_order_resume(key);
+        }
+        let Some(q) = self.queues.get(key) else { return };
         if q.pop_unanswered > self.cfg.pop_threshold_for_queue {
             self.stats.flow_control_delays += 1;
             self.timers.set(Timer::Pull(key), self.now + POP_FLOW_CONTROL_DELAY);
@@ -273,7 +282,7 @@ impl Consumer {
             .value(),
             exp_type: sub.map(|s| s.expression_type),
             exp: sub.map(|s| s.sub_string.clone()),
-            order: Some(false),
+            order: Some(self.pops_orderly()),
             attempt_id: None,
             bname: Some(q.mq.broker_name.to_string()),
         };
@@ -417,7 +426,12 @@ impl Consumer {
         q.pop_unanswered += kept.len();
         let (slot, sent_ms) = (q.stats_slot, q.last_pull_ms);
         self.found_then_next(key, slot, sent_ms, kept.len());
-        self.dispatch_popped(key, topic, kept, items);
+        if self.pops_orderly() {
+            let counts = header.order_count_info.as_deref();
+            self.queue_popped_in_order(key, topic, counts, peer, kept, items);
+        } else {
+            self.dispatch_popped(key, topic, kept, items);
+        }
     }
 
     /// Hand popped messages to user code in batches of `consumeMessageBatchMaxSize`.
@@ -440,7 +454,11 @@ impl Consumer {
         while start < chunk.len() {
             let end = (start + size).min(chunk.len());
             let id = self.next_batch_id();
-            let pop = PopBatch { topic: topic.clone(), items: items.by_ref().take(end - start).collect() };
+            let pop = PopBatch {
+                topic: topic.clone(),
+                items: items.by_ref().take(end - start).collect(),
+                order: None,
+            };
             self.batches.insert(
                 id,
                 InFlight {

@@ -111,6 +111,17 @@ impl Consumer {
 
     /// Make one popped message visible again `after` from now.
     pub(super) fn change_invisible_time(&mut self, topic: &str, r: &PopReceipt, after: Duration) {
+        self.send_change_invisible(topic, r, after, PendingKind::PopChangeInvisible);
+    }
+
+    /// CHANGE_MESSAGE_INVISIBLETIME, answered as `kind`.
+    pub(super) fn send_change_invisible(
+        &mut self,
+        topic: &str,
+        r: &PopReceipt,
+        after: Duration,
+        kind: PendingKind,
+    ) {
         let Some(peer) = self.master_addr(&r.broker_name) else {
             self.stats.pop_request_failures += 1;
             return;
@@ -126,7 +137,7 @@ impl Consumer {
         };
         self.pop_requests_out += 1;
         let request = Request::ChangeInvisibleTime(header);
-        self.send_to_broker(peer, request, PendingKind::PopChangeInvisible, POP_RPC_TIMEOUT);
+        self.send_to_broker(peer, request, kind, POP_RPC_TIMEOUT);
     }
 
     /// An ack or change of invisibility answered (or failed). Failures are counted and
@@ -137,12 +148,23 @@ impl Consumer {
         ack: bool,
         result: Result<RemotingCommand, Failure>,
     ) {
+        self.on_pop_answer_counting(peer, ack, true, result);
+    }
+
+    /// As [`on_pop_answer`](Self::on_pop_answer); a renewal (`counted` false) is no retry.
+    pub(super) fn on_pop_answer_counting(
+        &mut self,
+        peer: &PeerAddr,
+        ack: bool,
+        counted: bool,
+        result: Result<RemotingCommand, Failure>,
+    ) {
         self.pop_requests_out = self.pop_requests_out.saturating_sub(1);
         match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => {
                 if ack {
                     self.stats.pop_acks += 1;
-                } else {
+                } else if counted {
                     self.stats.pop_retries += 1;
                 }
             }

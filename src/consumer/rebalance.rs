@@ -223,7 +223,9 @@ impl Consumer {
                 self.gone_offsets.insert(mq, offset);
             }
         }
-        if self.uses_locks() {
+        self.drop_pop_order(Some(key));
+        let popping = self.queues.get(key).is_some_and(|q| q.phase == Phase::Popping);
+        if self.uses_locks() && !popping {
             self.release_locked(key);
         } else {
             self.persist_queue(key, Persist::Release);
@@ -232,7 +234,14 @@ impl Consumer {
             self.timers.stop(t);
         }
         self.withdraw_unstarted(Some(key));
-        self.queues.remove(key);
+        let mq = self.queues.remove(key).map(|q| q.mq);
+        // A pulled queue gone after a switch to POP: its popped messages may go now.
+        if let Some(mq) = mq.filter(|mq| mq.queue_id >= 0 && self.pops_orderly()) {
+            let pop = MessageQueue::new(mq.topic.clone(), mq.broker_name, -1);
+            if let Some(k) = self.queues.key_of(&pop) {
+                self.pop_order_resume(k);
+            }
+        }
     }
 
     /// Find where a new queue starts. "No stored offset" and "the lookup failed" are kept apart:

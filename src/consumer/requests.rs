@@ -72,10 +72,14 @@ pub(super) enum PendingKind {
     },
     PopAck,
     PopChangeInvisible,
+    /// Orderly POP: a held message's invisible time extended (no retry).
+    PopRenew,
     /// BATCH_ACK_MESSAGE of these acks (sent again one by one if the broker does not know it).
     PopBatchAck {
         acks: Vec<super::pop_ack::QueuedAck>,
     },
+    /// Orderly POP: a message out of attempts, sent to the dead-letter queue.
+    PopDeadLetter(Box<super::pop_orderly::PopDeadLetter>),
 }
 
 #[derive(Debug)]
@@ -295,7 +299,9 @@ impl Consumer {
             PendingKind::Pop { key } => self.on_pop(key, &p.peer, Ok(cmd)),
             PendingKind::PopAck => self.on_pop_answer(&p.peer, true, Ok(cmd)),
             PendingKind::PopChangeInvisible => self.on_pop_answer(&p.peer, false, Ok(cmd)),
+            PendingKind::PopRenew => self.on_pop_answer_counting(&p.peer, false, false, Ok(cmd)),
             PendingKind::PopBatchAck { acks } => self.on_batch_ack_answer(&p.peer, acks, Ok(cmd)),
+            PendingKind::PopDeadLetter(d) => self.on_pop_dead_letter(*d, &p.peer, Ok(cmd)),
         }
     }
 
@@ -327,7 +333,9 @@ impl Consumer {
             PendingKind::Pop { key } => self.on_pop(key, &p.peer, Err(f)),
             PendingKind::PopAck => self.on_pop_answer(&p.peer, true, Err(f)),
             PendingKind::PopChangeInvisible => self.on_pop_answer(&p.peer, false, Err(f)),
+            PendingKind::PopRenew => self.on_pop_answer_counting(&p.peer, false, false, Err(f)),
             PendingKind::PopBatchAck { acks } => self.on_batch_ack_answer(&p.peer, acks, Err(f)),
+            PendingKind::PopDeadLetter(d) => self.on_pop_dead_letter(*d, &p.peer, Err(f)),
         }
     }
 
