@@ -32,6 +32,7 @@ use crate::{Failure, Outcome, admin, name_server};
   rmqcat consume -g G -t TopicA -c 10 --from first
   rmqcat consume -g G -t TopicA -T 'TagA || TagB' --json
   rmqcat consume -g G -t TopicA --sql 'a > 5' --orderly
+  rmqcat consume -g G -t TopicA --orderly-pop          orderly, popping where the group pops
   rmqcat consume -g G -t TopicA --broadcast
   rmqcat consume -g G -t TopicA -X pullBatchSize=16 -X consumeTimeout=5     Java's knobs by name
   rmqcat consume -g G -t TopicA --prometheus 127.0.0.1:0      metrics at the printed address
@@ -101,6 +102,11 @@ pub(crate) struct Opts {
     /// Orderly: one batch per queue at a time, in offset order, under a broker lock.
     #[arg(long)]
     orderly: bool,
+    /// Orderly, and where the group pops (`rmqcat group mode ... pop`) pop in order: the broker
+    /// locks each queue until what it handed out is acked (implies --orderly; no Java
+    /// counterpart: Java's orderly consumer always pulls).
+    #[arg(long)]
+    orderly_pop: bool,
     /// Output format (see below).
     #[arg(short, long, conflicts_with = "json", value_name = "FORMAT")]
     format: Option<String>,
@@ -343,6 +349,7 @@ fn read(o: Opts, format: Option<Format>, quiet: bool) -> Outcome {
         ("--broadcast", o.broadcast),
         ("-X", !o.knobs.is_empty()),
         ("--orderly", o.orderly),
+        ("--orderly-pop", o.orderly_pop),
         ("--prometheus", o.prometheus.is_some()),
         ("--trace", o.trace.is_some()),
     ];
@@ -418,8 +425,11 @@ async fn consume(
     if let Some(ts) = timestamp {
         b = b.consume_timestamp_ms(ts);
     }
-    if o.orderly {
+    if o.orderly || o.orderly_pop {
         b = b.orderly();
+    }
+    if o.orderly_pop {
+        b = b.configure(|c| c.orderly_pop(true));
     }
     if let Some(addr) = &o.prometheus {
         let bound = crate::prometheus::serve(addr)?;
