@@ -34,7 +34,7 @@ e2e() {
   local only=() pop=()
   if [[ $mode == smoke ]]; then
     only=(E2E_ONLY="consume 10,000")
-    [[ $adapter == tokio ]] && pop=(E2E_ONLY="pop:")
+    [[ $adapter == tokio ]] && pop=(E2E_ONLY="pop")
   fi
   env "$@" "${only[@]}" cargo test --all-features -p "rocketmq-push-$adapter" --test e2e "$test"
   if ((${#pop[@]})); then

@@ -4,7 +4,8 @@
 #   1. starts a name server and broker 5.3.3 (scripts/rocketmq.sh) and runs `cargo test` for the
 #      whole workspace with RMQ_REQUIRE_BROKER=1, so a missing broker fails instead of skipping;
 #   2. runs the chaos suite's bounded version (scripts/chaos.sh smoke: its own clusters on other
-#      ports, killed and restarted; SKIP_CHAOS=1 skips it);
+#      ports, killed and restarted; SKIP_CHAOS=1 skips it) and, alongside it, the differential
+#      suite against Java on the broker of step 1 (left out of step 1's cargo test);
 #   3. restarts on the 4.9.x broker (4.9.7: the 4.9.8 server jars are not on Maven Central) and runs
 #      the wire suite again (SKIP_V4=1 skips this step);
 #   4. runs the suites on secured brokers, ACL (4.9.x and 5.3.x) and TLS (enforcing, permissive,
@@ -31,11 +32,30 @@ scripts/rocketmq.sh start 5.3.3
 started=1
 eval "$(scripts/rocketmq.sh env)"
 export RMQ_REQUIRE_BROKER=1
-cargo test --workspace --all-features "$@"
+cargo test --workspace --all-features --exclude rocketmq-push-oracle "$@"
 
+# The differential suite (Java as the oracle, on this broker) mostly waits for JVMs and for
+# both consumers to settle, as the chaos smoke (clusters of its own, on other ports) waits
+# out its faults: they run side by side. The oracle's test binaries run directly, so the two
+# do not queue on cargo's build lock.
 if [[ ${SKIP_CHAOS:-0} != 1 ]]; then
-  step "chaos smoke"
-  scripts/chaos.sh smoke
+  step "chaos smoke, and the differential suite alongside"
+  cargo test --all-features -p rocketmq-push-chaos --no-run
+  mapfile -t oracle_bins < <(cargo test --all-features -p rocketmq-push-oracle --no-run \
+    --message-format=json-render-diagnostics | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+  ((${#oracle_bins[@]})) || { echo "no test binaries of rocketmq-push-oracle"; exit 1; }
+  (cd adapters/oracle && for b in "${oracle_bins[@]}"; do "$b" || exit 1; done) > target/oracle-tests.log 2>&1 &
+  oracle=$!
+  chaos=0
+  scripts/chaos.sh smoke || chaos=$?
+  oracle_rc=0
+  wait "$oracle" || oracle_rc=$?
+  cat target/oracle-tests.log
+  ((oracle_rc == 0)) || { echo "the differential suite failed (above)"; exit 1; }
+  ((chaos == 0)) || { echo "the chaos smoke failed (above)"; exit 1; }
+else
+  step "differential suite"
+  cargo test --all-features -p rocketmq-push-oracle
 fi
 
 if [[ ${SKIP_V4:-0} != 1 ]]; then
