@@ -156,3 +156,31 @@ fn a_switch_from_pull_to_pop_waits_for_the_batch_still_running_on_a_pulled_queue
     let after = &q0[slow + 1..];
     assert!(after.windows(2).all(|w| w[0] + 1 == w[1]) && after.last() == Some(&39), "queue 0: {q0:?}");
 }
+
+#[test]
+fn an_operators_offset_reset_is_consumed_again_not_taken_for_a_repeat() {
+    // 5.x brokers reset a POP group's offsets themselves and tell no client: the re-handed
+    // messages come uncounted, and are consumed again, in order.
+    use rocketmq_push_core::RequestCode;
+    use rocketmq_push_core::protocol::header::ResetOffsetRequestHeader;
+    let mut sim = sim(35, 1, |_, _, _| false);
+    let c = sim.add_consumer(orderly_pop(&sim));
+    sim.run_until(|s| popping(s, c), Duration::from_secs(10)).unwrap();
+    sim.produce("T", 20);
+    sim.run_until(|s| ok_count(s) == 20, Duration::from_secs(30)).unwrap();
+    sim.run_for(Duration::from_secs(2));
+    let h = ResetOffsetRequestHeader {
+        topic: "T".into(),
+        group: "G".into(),
+        timestamp: -1,
+        is_force: true,
+        queue_id: Some(0),
+        offset: Some(5),
+    };
+    let cmd =
+        rocketmq_push_core::RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset).with_header(&h);
+    assert_eq!(sim.admin(0, cmd).expect("the broker answers").code, 0);
+    sim.run_until(|s| ok_count(s) == 35, Duration::from_secs(60)).unwrap();
+    let offsets: Vec<i64> = timeline(&sim)[&0].iter().map(|c| c.0).collect();
+    assert_eq!(offsets, (0..20).chain(5..20).collect::<Vec<_>>());
+}

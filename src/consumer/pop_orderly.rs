@@ -196,11 +196,14 @@ impl Consumer {
             return;
         }
         // Handed out again though consumed here already (its ack came too late, or was lost):
-        // acked with the new receipt, not consumed twice, nothing overtaken.
+        // acked with the new receipt, not consumed twice, nothing overtaken. Only what the
+        // broker counts as handed out before: an operator's offset reset (5.x brokers apply it
+        // themselves, telling no client) starts the queue afresh, uncounted, and is consumed.
         let mut again: smallvec::SmallVec<[PopReceipt; 2]> = smallvec::SmallVec::new();
         while let Some((m, item)) = o.waiting.front() {
             let at = (o.topic.clone(), item.receipt.broker_name.clone(), m.queue_id);
-            if self.pop_order_done.get(&at).is_none_or(|done| m.queue_offset > *done) {
+            let done = self.pop_order_done.get(&at).is_some_and(|done| m.queue_offset <= *done);
+            if !done || m.reconsume_times == 0 {
                 break;
             }
             again.push(item.receipt.clone());
