@@ -53,6 +53,10 @@ impl Consumer {
         if q.phase != Phase::Pulling || q.consuming.is_some() || q.suspended || q.dead_letters > 0 {
             return;
         }
+        if self.pop_order_running(&q.mq) {
+            return;
+        }
+        let Some(q) = self.queues.get(key) else { return };
         let ready = q.pq.ready(self.cfg.consume_message_batch_max_size);
         if ready.is_empty() {
             return;

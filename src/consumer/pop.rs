@@ -237,6 +237,9 @@ impl Consumer {
         if self.state != RunState::Running || self.paused {
             return;
         }
+        if self.pops_orderly() {
+            self.pop_order_resume(key);
+        }
         let Some(q) = self.queues.get(key) else { return };
         // No longer POP (the topic went back to PULL): released at the coming allocation.
         if q.phase != Phase::Popping
@@ -247,9 +250,6 @@ impl Consumer {
             return;
         }
         self.timers.stop(Timer::Pull(key));
-        if self.pops_orderly() {
-            self.pop_order_resume(key);
-        }
         let Some(q) = self.queues.get(key) else { return };
         if q.pop_unanswered > self.cfg.pop_threshold_for_queue {
             self.stats.flow_control_delays += 1;

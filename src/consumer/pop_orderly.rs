@@ -120,31 +120,23 @@ impl Consumer {
         }
     }
 
-    /// Extend the invisible time of every message held here (waiting, or with the listener)
-    /// popped or renewed more than a sixth of the invisible time ago. Renewed every third, a
-    /// held message stays invisible unless two renewals in a row are lost; otherwise the broker
-    /// would hand it, and its queue with it, to another member while this one works through it.
+    /// Extend the invisible time of every message held here (waiting, or with the listener),
+    /// every third of the invisible time: it stays invisible unless two renewals in a row are
+    /// lost; otherwise the broker would hand it, and its queue with it, to another member while
+    /// this one works through it. Everything held is renewed, whatever its receipt says: the
+    /// receipt's times are the broker's clock, which ours may not agree with.
     pub(super) fn renew_pop_order(&mut self) {
         if matches!(self.state, RunState::Unregistering | RunState::Terminated) {
             return;
         }
-        let wall = self.wall_ms();
         let full = self.cfg.pop_invisible_time;
-        let due = |r: &PopReceipt| r.pop_time + r.invisible_time - wall < (full.as_millis() as i64) * 5 / 6;
         let mut renew: Vec<(Arc<str>, PopReceipt)> = Vec::new();
-        for o in self.pop_order.values_mut() {
-            for (_, item) in o.waiting.iter_mut().filter(|(_, i)| due(&i.receipt)) {
-                // As the broker answers: visible again `full` from now, counted from popTime.
-                item.receipt.invisible_time = wall - item.receipt.pop_time + full.as_millis() as i64;
-                renew.push((o.topic.clone(), item.receipt.clone()));
-            }
+        for o in self.pop_order.values() {
+            renew.extend(o.waiting.iter().map(|(_, item)| (o.topic.clone(), item.receipt.clone())));
         }
-        for b in self.batches.values_mut() {
-            let Some(pop) = b.pop.as_mut().filter(|p| p.order.is_some()) else { continue };
-            for item in pop.items.iter_mut().filter(|i| due(&i.receipt)) {
-                item.receipt.invisible_time = wall - item.receipt.pop_time + full.as_millis() as i64;
-                renew.push((pop.topic.clone(), item.receipt.clone()));
-            }
+        for b in self.batches.values() {
+            let Some(pop) = b.pop.as_ref().filter(|p| p.order.is_some()) else { continue };
+            renew.extend(pop.items.iter().map(|item| (pop.topic.clone(), item.receipt.clone())));
         }
         // Deterministic order, whatever the maps'.
         renew.sort_by(|a, b| {
@@ -154,12 +146,26 @@ impl Consumer {
                 b.1.queue_offset,
             ))
         });
+        let held = !renew.is_empty();
         for (topic, r) in renew {
             self.send_change_invisible(&topic, &r, full, PendingKind::PopRenew);
         }
-        if self.pop_order.values().any(|o| !o.waiting.is_empty() || o.running.is_some()) {
+        if held {
             self.timers.set(Timer::PopOrderRenew, self.now + full / 3);
         }
+    }
+
+    /// Whether a batch popped in order from the real queue `mq` (wire names) is with the
+    /// listener: a pulled queue of the same real queue waits for it (after a switch to PULL).
+    pub(super) fn pop_order_running(&self, mq: &MessageQueue) -> bool {
+        self.pops_orderly()
+            && self.batches.values().any(|b| {
+                b.pop.as_ref().is_some_and(|p| {
+                    p.order.as_ref().is_some_and(|(qid, _)| *qid == mq.queue_id)
+                        && *p.topic == *mq.topic
+                        && p.items.first().is_some_and(|i| *i.receipt.broker_name == *mq.broker_name)
+                })
+            })
     }
 
     /// Start every real queue of `key` that has messages waiting and no batch out (after a
@@ -202,8 +208,12 @@ impl Consumer {
         let mut again: smallvec::SmallVec<[PopReceipt; 2]> = smallvec::SmallVec::new();
         while let Some((m, item)) = o.waiting.front() {
             let at = (o.topic.clone(), item.receipt.broker_name.clone(), m.queue_id);
-            let done = self.pop_order_done.get(&at).is_some_and(|done| m.queue_offset <= *done);
-            if !done || m.reconsume_times == 0 {
+            let Some(done) = self.pop_order_done.get_mut(&at).filter(|done| m.queue_offset <= **done) else {
+                break;
+            };
+            if m.reconsume_times == 0 {
+                // A replay: from here on, nothing of it counts as done.
+                *done = m.queue_offset - 1;
                 break;
             }
             again.push(item.receipt.clone());
@@ -280,6 +290,14 @@ impl Consumer {
                 let done =
                     self.pop_order_done.entry((pop.topic.clone(), r.broker_name.clone(), qid)).or_insert(-1);
                 *done = (*done).max(last.queue_offset);
+                let (done, broker) = (*done, r.broker_name.clone());
+                // Failures of what is done (here or, handed out again, by another member) no
+                // longer count.
+                if !self.pop_order_failures.is_empty() {
+                    self.pop_order_failures.retain(|(t, b, q, o), _| {
+                        !(*q == qid && *o <= done && *b == broker && **t == *pop.topic)
+                    });
+                }
             }
             for (m, item) in chunk.iter().zip(&pop.items) {
                 if !self.pop_order_failures.is_empty() {
@@ -294,6 +312,13 @@ impl Consumer {
                 self.ack(&pop.topic, &item.receipt);
             }
         } else {
+            // Not done from the failed batch on (a replay may have consumed past it before).
+            if let (Some(first), Some(item)) = (chunk.first(), pop.items.first()) {
+                let at = (pop.topic.clone(), item.receipt.broker_name.clone(), qid);
+                if let Some(done) = self.pop_order_done.get_mut(&at) {
+                    *done = (*done).min(first.queue_offset - 1);
+                }
+            }
             let wait = result
                 .suspend_millis
                 .map_or(self.cfg.suspend_current_queue_time, Duration::from_millis)
@@ -335,6 +360,13 @@ impl Consumer {
         }
         if ok {
             self.pop_order_next(b.key, qid);
+        }
+        // Switched back to PULL meanwhile: the pulled queue waited for this batch.
+        if let Some(item) = pop.items.first() {
+            let pulled = MessageQueue::new(pop.topic.clone(), item.receipt.broker_name.as_str(), qid);
+            if let Some(k) = self.queues.key_of(&pulled).filter(|k| *k != b.key) {
+                self.orderly_next(k);
+            }
         }
         self.try_pop(b.key);
     }
