@@ -10,7 +10,7 @@
 # full (default, about 12 minutes): the whole e2e suite for the tokio and blocking adapters in
 #   every setup (the blocking one leaves out POP: the tokio run signs the same requests), smol and
 #   async-std whole over plain TLS and one scenario elsewhere.
-# smoke (CI, from scripts/test.sh, about 4 minutes): rmqcat's ACL and TLS tests whole (they are
+# smoke (CI, from scripts/test.sh, about 6.5 minutes): rmqcat's ACL and TLS tests whole (they are
 #   what checks signing and the handshake field by field); of the e2e suite, in each setup where
 #   it runs, one scenario per adapter (consume 10,000, commit, restart) plus POP by tokio. The
 #   scenarios do the same under ACL and TLS as on the plain broker, where the plain run covers
