@@ -50,6 +50,24 @@ fn timeline(sim: &Sim) -> BTreeMap<i32, Vec<(i64, i32, bool)>> {
     m
 }
 
+/// G's offset of T's queue 0 back to `offset`, as `mqadmin resetOffsetByTime` asks a 5.x broker
+/// (which applies it to a POP group itself, telling no client).
+fn reset_queue_0(sim: &mut Sim, offset: i64) {
+    use rocketmq_push_core::RequestCode;
+    use rocketmq_push_core::protocol::header::ResetOffsetRequestHeader;
+    let h = ResetOffsetRequestHeader {
+        topic: "T".into(),
+        group: "G".into(),
+        timestamp: -1,
+        is_force: true,
+        queue_id: Some(0),
+        offset: Some(offset),
+    };
+    let cmd =
+        rocketmq_push_core::RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset).with_header(&h);
+    assert_eq!(sim.admin(0, cmd).expect("the broker answers").code, 0);
+}
+
 fn ok_count(sim: &Sim) -> usize {
     sim.consumed().iter().filter(|c| c.ok && c.topic == "T").count()
 }
@@ -161,25 +179,13 @@ fn a_switch_from_pull_to_pop_waits_for_the_batch_still_running_on_a_pulled_queue
 fn an_operators_offset_reset_is_consumed_again_not_taken_for_a_repeat() {
     // 5.x brokers reset a POP group's offsets themselves and tell no client: the re-handed
     // messages come uncounted, and are consumed again, in order.
-    use rocketmq_push_core::RequestCode;
-    use rocketmq_push_core::protocol::header::ResetOffsetRequestHeader;
     let mut sim = sim(35, 1, |_, _, _| false);
     let c = sim.add_consumer(orderly_pop(&sim));
     sim.run_until(|s| popping(s, c), Duration::from_secs(10)).unwrap();
     sim.produce("T", 20);
     sim.run_until(|s| ok_count(s) == 20, Duration::from_secs(30)).unwrap();
     sim.run_for(Duration::from_secs(2));
-    let h = ResetOffsetRequestHeader {
-        topic: "T".into(),
-        group: "G".into(),
-        timestamp: -1,
-        is_force: true,
-        queue_id: Some(0),
-        offset: Some(5),
-    };
-    let cmd =
-        rocketmq_push_core::RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset).with_header(&h);
-    assert_eq!(sim.admin(0, cmd).expect("the broker answers").code, 0);
+    reset_queue_0(&mut sim, 5);
     sim.run_until(|s| ok_count(s) == 35, Duration::from_secs(60)).unwrap();
     let offsets: Vec<i64> = timeline(&sim)[&0].iter().map(|c| c.0).collect();
     assert_eq!(offsets, (0..20).chain(5..20).collect::<Vec<_>>());
@@ -189,8 +195,6 @@ fn an_operators_offset_reset_is_consumed_again_not_taken_for_a_repeat() {
 fn a_failure_in_a_replay_after_a_reset_is_consumed_again_not_skipped() {
     // Offset 7 fails once in the replay: it and what follows come back counted, and are
     // consumed (not taken for repeats of the first run).
-    use rocketmq_push_core::RequestCode;
-    use rocketmq_push_core::protocol::header::ResetOffsetRequestHeader;
     let mut sim = Sim::builder(36)
         .broker("broker-a", &[("T", 1)])
         .listener(|_, b, _| {
@@ -208,17 +212,7 @@ fn a_failure_in_a_replay_after_a_reset_is_consumed_again_not_skipped() {
     sim.run_until(|s| ok_count(s) == 20, Duration::from_secs(30)).unwrap();
     sim.run_for(Duration::from_secs(2));
     REPLAYING.store(true, std::sync::atomic::Ordering::SeqCst);
-    let h = ResetOffsetRequestHeader {
-        topic: "T".into(),
-        group: "G".into(),
-        timestamp: -1,
-        is_force: true,
-        queue_id: Some(0),
-        offset: Some(5),
-    };
-    let cmd =
-        rocketmq_push_core::RemotingCommand::request(RequestCode::InvokeBrokerToResetOffset).with_header(&h);
-    assert_eq!(sim.admin(0, cmd).expect("the broker answers").code, 0);
+    reset_queue_0(&mut sim, 5);
     sim.run_until(|s| ok_count(s) == 35, Duration::from_secs(60)).unwrap();
     let ok: Vec<i64> = timeline(&sim)[&0].iter().filter(|c| c.2).map(|c| c.0).collect();
     assert_eq!(ok, (0..20).chain(5..20).collect::<Vec<_>>(), "the replay whole, 7 after its failure");

@@ -56,7 +56,6 @@ impl Consumer {
         if self.pop_order_running(&q.mq) {
             return;
         }
-        let Some(q) = self.queues.get(key) else { return };
         let ready = q.pq.ready(self.cfg.consume_message_batch_max_size);
         if ready.is_empty() {
             return;

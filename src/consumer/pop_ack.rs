@@ -141,18 +141,9 @@ impl Consumer {
     }
 
     /// An ack or change of invisibility answered (or failed). Failures are counted and
-    /// reported, not retried.
+    /// reported, not retried; a successful change counts as a retry unless `counted` is false
+    /// (a renewal).
     pub(super) fn on_pop_answer(
-        &mut self,
-        peer: &PeerAddr,
-        ack: bool,
-        result: Result<RemotingCommand, Failure>,
-    ) {
-        self.on_pop_answer_counting(peer, ack, true, result);
-    }
-
-    /// As [`on_pop_answer`](Self::on_pop_answer); a renewal (`counted` false) is no retry.
-    pub(super) fn on_pop_answer_counting(
         &mut self,
         peer: &PeerAddr,
         ack: bool,

@@ -138,18 +138,8 @@ impl Consumer {
             let Some(pop) = b.pop.as_ref().filter(|p| p.order.is_some()) else { continue };
             renew.extend(pop.items.iter().map(|item| (pop.topic.clone(), item.receipt.clone())));
         }
-        // Deterministic order, whatever the maps'.
-        renew.sort_by(|a, b| {
-            (&a.1.broker_name, a.1.queue_id, a.1.queue_offset).cmp(&(
-                &b.1.broker_name,
-                b.1.queue_id,
-                b.1.queue_offset,
-            ))
-        });
         let held = !renew.is_empty();
-        for (topic, r) in renew {
-            self.send_change_invisible(&topic, &r, full, PendingKind::PopRenew);
-        }
+        self.renew_all(renew, full);
         if held {
             self.timers.set(Timer::PopOrderRenew, self.now + full / 3);
         }
@@ -291,24 +281,15 @@ impl Consumer {
                     self.pop_order_done.entry((pop.topic.clone(), r.broker_name.clone(), qid)).or_insert(-1);
                 *done = (*done).max(last.queue_offset);
                 let (done, broker) = (*done, r.broker_name.clone());
-                // Failures of what is done (here or, handed out again, by another member) no
-                // longer count.
+                // Failures of what is done (this batch, or what another member consumed after
+                // failing here) no longer count.
                 if !self.pop_order_failures.is_empty() {
                     self.pop_order_failures.retain(|(t, b, q, o), _| {
                         !(*q == qid && *o <= done && *b == broker && **t == *pop.topic)
                     });
                 }
             }
-            for (m, item) in chunk.iter().zip(&pop.items) {
-                if !self.pop_order_failures.is_empty() {
-                    let r = &item.receipt;
-                    self.pop_order_failures.remove(&(
-                        pop.topic.clone(),
-                        r.broker_name.clone(),
-                        m.queue_id,
-                        m.queue_offset,
-                    ));
-                }
+            for item in &pop.items {
                 self.ack(&pop.topic, &item.receipt);
             }
         } else {
@@ -430,15 +411,21 @@ impl Consumer {
                 self.pop_order.remove(&k);
             }
         }
-        back.sort_by(|a, b| {
+        self.renew_all(back, super::orderly::SUSPEND_MIN);
+    }
+
+    /// Make each (topic, receipt) visible again `after` from now, as renewals (no retries
+    /// counted), in a deterministic order whatever the maps' they came from.
+    fn renew_all(&mut self, mut held: Vec<(Arc<str>, PopReceipt)>, after: Duration) {
+        held.sort_by(|a, b| {
             (&a.1.broker_name, a.1.queue_id, a.1.queue_offset).cmp(&(
                 &b.1.broker_name,
                 b.1.queue_id,
                 b.1.queue_offset,
             ))
         });
-        for (topic, r) in back {
-            self.send_change_invisible(&topic, &r, super::orderly::SUSPEND_MIN, PendingKind::PopRenew);
+        for (topic, r) in held {
+            self.send_change_invisible(&topic, &r, after, PendingKind::PopRenew);
         }
     }
 }
