@@ -28,8 +28,10 @@
 # broker just started serves its first reads up to 2.5x slower while it warms (seen: raw 2230 ->
 # 903 ms over five rounds, and 1533 -> 669 ms over eight reads after one warm-up read), which skews
 # whichever client the rotation puts early; a broker started long before needs fewer.
-# CLIENTS="raw tokio …" picks clients; SKIP_LATENCY=1 skips the latency part. The load average is
-# printed at the start and the end: the machine is shared, so compare ratios within one run.
+# CLIENTS="raw tokio …" picks clients; SKIP_LATENCY=1 skips the latency part. A/B against an
+# earlier build: BASE_RMQCAT=path/to/its/rmqcat, and clients base-tokio, base-blocking, … run it.
+# The load average is printed at the start and the end: the machine is shared, so compare
+# ratios within one run.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,6 +75,11 @@ client_cmd() { # CLIENT TOPIC GROUP COUNT
     if [[ $client == java-pop ]]; then cmd+=(pop); fi
     ;;
   go) cmd=("$GO_BENCH" "$NAMESRV_ADDR" "$topic" "$group" "$count") ;;
+  base-*)
+    [[ -x ${BASE_RMQCAT:-} ]] || { echo "$client needs BASE_RMQCAT (an earlier build's rmqcat)" >&2; exit 2; }
+    local base=${client#base-}
+    cmd=("$BASE_RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter "${base%-pop}" --json)
+    ;;
   *)
     local adapter=("--adapter" "$client")
     [[ $client == tokio1 ]] && adapter=(--adapter tokio --tokio-workers 1)
