@@ -121,6 +121,9 @@ impl Consumer {
         let messages = Messages::new(chunk, start, start + used);
         let queue = q.user_mq.clone();
         let id = self.next_batch_id();
+        // A concurrent batch with a listener slot free starts now (`hand_out`, without looking
+        // it up again).
+        let starts_now = !orderly && !self.starts_reported && self.running < self.cfg.consume_thread_min;
         self.batches.insert(
             id,
             InFlight {
@@ -128,8 +131,8 @@ impl Consumer {
                 offsets: run,
                 timed_out: false,
                 discard: false,
-                started: orderly,
-                since_ms: self.ms_since_start(self.now),
+                started: orderly || starts_now,
+                since_ms: self.now_ms,
                 pop: None,
             },
         );
@@ -137,6 +140,8 @@ impl Consumer {
         if orderly {
             // One batch per queue at most, and no consume timeout (as in Java): out at once.
             self.outputs.push_back(Output::Consume(Batch { kind: BatchKind::Orderly, ..batch }));
+        } else if starts_now {
+            self.run_batch(batch);
         } else {
             self.hand_out(batch);
         }
@@ -161,11 +166,15 @@ impl Consumer {
             self.waiting.push_back(batch);
             return;
         }
-        let now_ms = self.ms_since_start(self.now);
         if let Some(b) = self.batches.get_mut(&batch.id) {
             b.started = true;
-            b.since_ms = now_ms;
+            b.since_ms = self.now_ms;
         }
+        self.run_batch(batch);
+    }
+
+    /// `batch` (marked started) goes to user code now.
+    fn run_batch(&mut self, batch: Batch) {
         self.running += 1;
         // Every batch gets the same timeout, so deadlines arrive in hand-out order: a FIFO and
         // one timer replace a timer per batch.
@@ -174,24 +183,34 @@ impl Consumer {
     }
 
     fn time_out_at(&mut self, id: BatchId, deadline: Instant) {
-        if self.timeouts.back().is_none_or(|(d, _)| *d <= deadline) {
+        let first = if self.timeouts.back().is_none_or(|(d, _)| *d <= deadline) {
             self.timeouts.push_back((deadline, id));
+            self.timeouts.len() == 1
         } else {
             // Reported starts may come slightly out of order: keep the FIFO sorted.
             let at = self.timeouts.partition_point(|(d, _)| *d <= deadline);
             self.timeouts.insert(at, (deadline, id));
-        }
+            at == 0
+        };
         if self.timeouts.len() > 2 * self.batches.len() + 64 {
             // Entries of finished batches behind a long one: drop them, so the FIFO stays
             // proportional to the batches out rather than to the throughput over a timeout.
             let batches = &self.batches;
             self.timeouts.retain(|(_, id)| batches.contains_key(id));
         }
-        self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, self.timeouts[0].0);
+        // While the FIFO holds entries the scan is armed no later than its front (the scan
+        // re-arms itself for the next live one), so only a new front needs the timer.
+        if first {
+            self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
+        }
     }
 
-    /// Drop the entries of finished batches at the front of the timeout FIFO.
-    fn trim_timeouts(&mut self) {
+    /// Drop the entries of finished batches at the front of the timeout FIFO (`done` has just
+    /// finished: batches mostly finish in the order they started).
+    fn trim_timeouts(&mut self, done: BatchId) {
+        if self.timeouts.front().is_some_and(|(_, id)| *id == done) {
+            self.timeouts.pop_front();
+        }
         while let Some((_, id)) = self.timeouts.front() {
             if self.batches.get(id).is_some_and(|b| !b.timed_out) {
                 return;
@@ -219,9 +238,17 @@ impl Consumer {
         self.running = self.running.saturating_sub(1);
         while self.running < self.cfg.consume_thread_min {
             let Some(batch) = self.waiting.pop_front() else { return };
-            let live = self.batches.get(&batch.id).is_some_and(|b| self.queues.get(b.key).is_some());
+            // Looked up once: marked started here, as `hand_out` would.
+            let live = match self.batches.get_mut(&batch.id) {
+                Some(b) if self.queues.get(b.key).is_some() => {
+                    b.started = true;
+                    b.since_ms = self.now_ms;
+                    true
+                }
+                _ => false,
+            };
             if live {
-                self.hand_out(batch);
+                self.run_batch(batch);
             } else {
                 // Its queue was released or moved meanwhile: it never runs.
                 self.batches.remove(&batch.id);
@@ -263,24 +290,27 @@ impl Consumer {
     }
 
     pub(super) fn on_consumed(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
-        if let Some(d) = self.direct.remove(&id) {
-            self.reply_direct(d, result);
-            return Ok(());
+        if !self.direct.is_empty() {
+            if let Some(d) = self.direct.remove(&id) {
+                self.reply_direct(d, result);
+                return Ok(());
+            }
         }
+        // Never dispatched, or answered already.
+        let Some(mut b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
         // A batch still waiting for a slot was never handed out (where starts are reported, a
         // result may come without its start: it is as good).
-        if !self.batches.get(&id).is_some_and(|b| b.started || self.starts_reported) {
-            // Never dispatched, still waiting for a slot, or answered already.
+        if !(b.started || self.starts_reported) {
+            self.batches.insert(id, b);
             return Err(UsageError::UnknownBatch(id));
         }
-        let Some(mut b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
         if let Some(pop) = b.pop.take() {
             if pop.order.is_some() {
                 self.on_pop_order_consumed(id, &b, *pop, &result);
                 return Ok(());
             }
             if b.started {
-                self.trim_timeouts();
+                self.trim_timeouts(id);
                 self.slot_freed();
             }
             self.on_pop_consumed(&b, *pop, &result);
@@ -291,7 +321,7 @@ impl Consumer {
             return Ok(());
         }
         if b.started {
-            self.trim_timeouts();
+            self.trim_timeouts(id);
             self.slot_freed();
         }
         if b.timed_out || self.queues.get(b.key).is_none() {
@@ -330,7 +360,7 @@ impl Consumer {
     /// its messages consumed.
     pub(super) fn count_consumed(&mut self, b: &InFlight, ok: usize) {
         let Some(slot) = self.queues.get(b.key).map(|q| q.stats_slot) else { return };
-        let rt = self.ms_since_start(self.now).wrapping_sub(b.since_ms) as u64;
+        let rt = self.now_ms.wrapping_sub(b.since_ms) as u64;
         let failed = b.offsets.len().saturating_sub(ok);
         if let Some(w) = self.windows.at(slot) {
             w.consume_rt.add(rt, 1);

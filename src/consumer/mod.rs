@@ -107,6 +107,10 @@ pub struct Consumer {
     group: String,
     start: Instant,
     now: Instant,
+    /// `now` as [`ms_since_start`](Self::ms_since_start) and [`wall_ms`](Self::wall_ms) give
+    /// it: read per batch, so worked out once per input.
+    now_ms: u32,
+    wall_now_ms: i64,
     state: RunState,
     paused: bool,
     /// Queues paused by the application (`Command::PauseQueues`); usually none.
@@ -206,6 +210,8 @@ impl Consumer {
             group,
             start: now,
             now,
+            now_ms: 0,
+            wall_now_ms: config.start_wall_ms,
             state: RunState::Running,
             paused: false,
             paused_queues: Vec::new(),
@@ -432,6 +438,8 @@ impl Consumer {
         // Time never goes backwards here, whatever the caller passes.
         if now > self.now {
             self.now = now;
+            self.now_ms = self.ms_since_start(now);
+            self.wall_now_ms = self.cfg.start_wall_ms + (now - self.start).as_millis() as i64;
         }
     }
 
@@ -443,7 +451,7 @@ impl Consumer {
 
     /// Wall clock, derived from the caller's start time.
     fn wall_ms(&self) -> i64 {
-        self.cfg.start_wall_ms + (self.now - self.start).as_millis() as i64
+        self.wall_now_ms
     }
 
     fn emit(&mut self, event: Event) {

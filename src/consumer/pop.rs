@@ -467,7 +467,7 @@ impl Consumer {
                     timed_out: false,
                     discard: false,
                     started: false,
-                    since_ms: self.ms_since_start(self.now),
+                    since_ms: self.now_ms,
                     pop: Some(Box::new(pop)),
                 },
             );

@@ -244,7 +244,7 @@ impl Consumer {
                 discard: false,
                 // As pulled orderly batches: out at once, no listener slot, no consume timeout.
                 started: true,
-                since_ms: self.ms_since_start(self.now),
+                since_ms: self.now_ms,
                 pop: Some(Box::new(pop)),
             },
         );
