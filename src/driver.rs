@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::{Outbound, RemotingCodec};
+use crate::codec::{FrameReader, Outbound, RemotingCodec};
 use crate::consumer::Consumer;
 use crate::error::UsageError;
 use crate::event::{
@@ -89,7 +89,7 @@ enum LinkState {
 struct Link {
     id: LinkId,
     state: LinkState,
-    read: BytesMut,
+    read: FrameReader,
     /// When the last bytes arrived (for a frame left unfinished).
     last_read: Instant,
     /// Anything arrived on it. A peer that closes before answering at all (a TLS-only port
@@ -167,6 +167,8 @@ impl Driver {
                 return Some(out);
             }
             match self.consumer.poll_output() {
+                // Most outputs are batches: straight through (the queue is empty here).
+                Some(Output::Consume(batch)) => return Some(DriverOutput::Consume(batch)),
                 Some(output) => self.on_output(output, now),
                 None => {
                     if self.consumer.is_terminated() && !self.terminated_sent {
@@ -190,7 +192,7 @@ impl Driver {
         let stall = self
             .links
             .values()
-            .filter(|l| !l.read.is_empty())
+            .filter(|l| l.read.buffered() > 0)
             .map(|l| l.last_read + FRAME_STALL_TIMEOUT)
             .min();
         [self.consumer.poll_timeout(), stall].into_iter().flatten().min()
@@ -201,8 +203,8 @@ impl Driver {
         let stalled: Vec<(PeerAddr, LinkId, usize, Duration)> = self
             .links
             .iter()
-            .filter(|(_, l)| !l.read.is_empty() && l.last_read + FRAME_STALL_TIMEOUT <= now)
-            .map(|(p, l)| (p.clone(), l.id, l.read.len(), now - l.last_read))
+            .filter(|(_, l)| l.read.buffered() > 0 && l.last_read + FRAME_STALL_TIMEOUT <= now)
+            .map(|(p, l)| (p.clone(), l.id, l.read.buffered(), now - l.last_read))
             .collect();
         for (peer, link, buffered, silent_for) in stalled {
             self.drop_link(link);
@@ -249,18 +251,26 @@ impl Driver {
     /// Bytes read from a link, in any pieces. Complete frames go to the consumer; a corrupt
     /// stream closes the link.
     pub fn received(&mut self, link: LinkId, bytes: &[u8], now: Instant) {
+        self.received_bytes(link, Bytes::copy_from_slice(bytes), now);
+    }
+
+    /// [`received`](Self::received) for bytes the caller owns: the frames in them are decoded
+    /// in place (message bodies are slices of `bytes`). Only a frame split across reads is
+    /// copied, and only as far as it goes.
+    pub fn received_bytes(&mut self, link: LinkId, bytes: Bytes, now: Instant) {
         let Some(peer) = self.peer_of.get(&link).cloned() else { return };
         let Some(l) = self.links.get_mut(&peer) else { return };
-        l.read.extend_from_slice(bytes);
         l.last_read = now;
         if !l.answered && !bytes.is_empty() {
             // The peer talks: whatever failed before is over.
             l.answered = true;
             self.backoff.remove(&peer);
         }
+        l.read.push(bytes);
         loop {
             let Some(l) = self.links.get_mut(&peer) else { return };
-            match self.codec.decode(&mut l.read) {
+            let decoded = l.read.next(&self.codec);
+            match decoded {
                 Ok(Some(command)) => {
                     let _ = self.consumer.handle(Input::Frame { peer: peer.clone(), command }, now);
                 }
@@ -376,7 +386,7 @@ impl Driver {
             Link {
                 id,
                 state: LinkState::Connecting { queued: vec![bytes] },
-                read: BytesMut::new(),
+                read: FrameReader::new(),
                 last_read: now,
                 answered: false,
             },

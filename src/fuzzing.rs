@@ -6,7 +6,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::{RemotingCodec, decode_frame_body, encode_to_bytes};
+use crate::codec::{FrameReader, RemotingCodec, decode_frame_body, encode_to_bytes};
 use crate::message::{DecodeOptions, MessageExt, decode_messages as decode_records, encode_stored};
 use crate::protocol::body::{
     BatchAckMessageRequestBody, CheckClientRequestBody, ConsumeMessageDirectlyResult, ConsumeStatsBody,
@@ -77,11 +77,17 @@ fn pop_answer(cmd: &RemotingCommand) {
     }
 }
 
-/// Frames: decode a byte stream frame by frame; each decoded frame must round-trip.
+/// Frames: decode a byte stream frame by frame; each decoded frame must round-trip. The same
+/// stream read in pieces (their size from the first byte) through a [`FrameReader`] gives the
+/// same frames and ends the same way.
 pub fn decode_frame(data: &[u8]) {
     let codec = RemotingCodec::with_max_frame_size(1 << 20);
     let mut buf = BytesMut::from(data);
-    for _ in 0..64 {
+    let mut frames = Vec::new();
+    let end = loop {
+        if frames.len() == 64 {
+            return;
+        }
         match codec.decode(&mut buf) {
             Ok(Some(cmd)) => {
                 read_every_header(&cmd);
@@ -89,12 +95,34 @@ pub fn decode_frame(data: &[u8]) {
                 let bytes = encode_to_bytes(&cmd);
                 let mut again = BytesMut::from(&bytes[..]);
                 let back = RemotingCodec::new().decode(&mut again).expect("re-encoded frame decodes");
-                assert_eq!(back.map(normalised), Some(normalised(cmd)), "frame round trip");
+                assert_eq!(back.map(normalised), Some(normalised(cmd.clone())), "frame round trip");
                 assert!(again.is_empty(), "re-encoded frame is consumed whole");
+                frames.push(normalised(cmd));
             }
-            Ok(None) | Err(_) => return,
+            Ok(None) => break Some(buf.len()),
+            Err(_) => break None,
+        }
+    };
+    let piece = usize::from(data.first().copied().unwrap_or(0) % 64) + 1;
+    let mut reader = FrameReader::new();
+    let mut pieced = Vec::new();
+    let mut pieced_end = None;
+    'read: for chunk in data.chunks(piece) {
+        reader.push(Bytes::copy_from_slice(chunk));
+        loop {
+            match reader.next(&codec) {
+                Ok(Some(cmd)) => pieced.push(normalised(cmd)),
+                Ok(None) => break,
+                Err(_) => {
+                    pieced_end = Some(None);
+                    break 'read;
+                }
+            }
         }
     }
+    let pieced_end = pieced_end.unwrap_or_else(|| Some(reader.buffered()));
+    assert_eq!(pieced, frames, "the same frames, read in pieces of {piece}");
+    assert_eq!(pieced_end, end, "the same end, read in pieces of {piece}");
 }
 
 /// Headers: the first byte picks the encoding; the rest is a header, parsed as a frame would be.

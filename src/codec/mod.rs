@@ -10,10 +10,12 @@
 
 pub mod acl;
 mod binary_header;
+mod frames;
 mod json_header;
 mod outbound;
 
 pub use acl::Credentials;
+pub use frames::FrameReader;
 pub use outbound::Outbound;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -102,12 +104,10 @@ impl RemotingCodec {
         self.max_frame_size
     }
 
-    /// Take one frame off the front of `src`, if it is complete.
-    pub fn decode(&self, src: &mut BytesMut) -> Result<Option<RemotingCommand>, DecodeError> {
-        if src.len() < 4 {
-            return Ok(None);
-        }
-        let frame_len = i32::from_be_bytes([src[0], src[1], src[2], src[3]]);
+    /// The whole length (length field included) of the frame whose length field is `prefix`,
+    /// checked against the limit.
+    fn frame_len(&self, prefix: [u8; 4]) -> Result<usize, DecodeError> {
+        let frame_len = i32::from_be_bytes(prefix);
         if frame_len < 4 {
             return Err(DecodeError::FrameTooShort { length: frame_len });
         }
@@ -115,7 +115,35 @@ impl RemotingCodec {
         if whole > self.max_frame_size as u64 {
             return Err(DecodeError::FrameTooLarge { length: whole, max: self.max_frame_size });
         }
-        let whole = whole as usize;
+        Ok(whole as usize)
+    }
+
+    /// How many bytes the frame begun at the front of `src` still lacks (0: it is complete; up
+    /// to the length field while that is incomplete). Fails as [`decode`](Self::decode) would.
+    pub fn missing(&self, src: &[u8]) -> Result<usize, DecodeError> {
+        match src {
+            [a, b, c, d, ..] => Ok(self.frame_len([*a, *b, *c, *d])?.saturating_sub(src.len())),
+            _ => Ok(4 - src.len()),
+        }
+    }
+
+    /// Take one frame off the front of `src`, if it is complete, without copying: the command's
+    /// body is a slice of `src`. What remains of `src` is left for the next call.
+    pub fn decode_bytes(&self, src: &mut Bytes) -> Result<Option<RemotingCommand>, DecodeError> {
+        let [a, b, c, d, ..] = src[..] else { return Ok(None) };
+        let whole = self.frame_len([a, b, c, d])?;
+        if src.len() < whole {
+            return Ok(None);
+        }
+        let mut frame = src.split_to(whole);
+        frame.advance(4);
+        decode_frame_body(frame).map(Some)
+    }
+
+    /// Take one frame off the front of `src`, if it is complete.
+    pub fn decode(&self, src: &mut BytesMut) -> Result<Option<RemotingCommand>, DecodeError> {
+        let [a, b, c, d, ..] = src[..] else { return Ok(None) };
+        let whole = self.frame_len([a, b, c, d])?;
         if src.len() < whole {
             // Bounded by the check above.
             src.reserve(whole - src.len());
