@@ -115,7 +115,9 @@ impl Hooks {
 
     /// The core took `batch` back before it started.
     pub(crate) fn withdrawn(&mut self, batch: BatchId) {
-        self.open.remove(&batch);
+        if !self.open.is_empty() {
+            self.open.remove(&batch);
+        }
     }
 
     /// User code ended on `batch`.
@@ -126,6 +128,10 @@ impl Hooks {
         failure: Option<&str>,
         now: Instant,
     ) {
+        if self.open.is_empty() {
+            // No hooks (the usual case): nothing to look up, not even a hash.
+            return;
+        }
         let Some(o) = self.open.remove(&batch) else { return };
         let Some(started) = o.started else { return };
         let ctx =

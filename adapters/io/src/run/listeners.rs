@@ -125,9 +125,11 @@ impl Listeners {
         let id = batch.id;
         let fut = match &self.listener {
             Listener::Async(f) => {
-                let ctx = ConsumeContext::for_batch(&batch);
                 let span = crate::batch_span(&batch);
-                let fut = span.in_scope(|| f(batch.messages, ctx));
+                // The queue moves into the context (no reference counts touched per call).
+                let Batch { queue, messages, kind, .. } = batch;
+                let ctx = ConsumeContext::new(queue, kind);
+                let fut = span.in_scope(|| f(messages, ctx));
                 tracing::Instrument::instrument(fut, span)
             }
             Listener::Sync(_) => {

@@ -54,6 +54,7 @@ pub(super) async fn run<R: Runtime>(
     let mut finished: Vec<Finished> = Vec::new();
     let mut started: Vec<Started> = Vec::new();
     let mut outgoing = Outgoing::default();
+    let mut handouts: Vec<Handout> = Vec::new();
     loop {
         let now = Instant::now();
         // Carry out the outputs; listeners that answer at once feed the driver right away, which
@@ -69,14 +70,10 @@ pub(super) async fn run<R: Runtime>(
                         outgoing.flush_link(link, &links);
                         links.remove(&link);
                     }
-                    DriverOutput::Consume(batch) => {
-                        p.hooks.handed(&batch, now, listeners.reports_starts());
-                        listeners.consume(batch, now, &mut finished)
-                    }
-                    DriverOutput::Withdraw(batch) => {
-                        p.hooks.withdrawn(batch);
-                        listeners.withdraw(batch)
-                    }
+                    // Listeners run once this pass's writes are handed over (below): the pull
+                    // a read answer asks for leaves before its messages are consumed.
+                    DriverOutput::Consume(batch) => handouts.push(Handout::Consume(batch)),
+                    DriverOutput::Withdraw(batch) => handouts.push(Handout::Withdraw(batch)),
                     DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
                     DriverOutput::Event(e) => p.event(&e, now),
                     DriverOutput::Terminated => {
@@ -98,6 +95,18 @@ pub(super) async fn run<R: Runtime>(
                 }
                 // Closing made outputs of its own.
                 continue;
+            }
+            for h in handouts.drain(..) {
+                match h {
+                    Handout::Consume(batch) => {
+                        p.hooks.handed(&batch, now, listeners.reports_starts());
+                        listeners.consume(batch, now, &mut finished)
+                    }
+                    Handout::Withdraw(batch) => {
+                        p.hooks.withdrawn(batch);
+                        listeners.withdraw(batch)
+                    }
+                }
             }
             listeners.poll_woken(&mut started, &mut finished);
             for (batch, at) in started.drain(..) {
@@ -189,6 +198,12 @@ pub(super) async fn run<R: Runtime>(
     }
 }
 
+/// What the driver gave the listeners this pass, kept in order until the writes are out.
+enum Handout {
+    Consume(rocketmq_push_core::Batch),
+    Withdraw(rocketmq_push_core::BatchId),
+}
+
 fn feed(p: &mut Prepared, links: &mut HashMap<LinkId, LinkWriter>, msg: Msg, now: Instant) {
     match msg {
         Msg::Connected { link, writer } => {
@@ -196,7 +211,7 @@ fn feed(p: &mut Prepared, links: &mut HashMap<LinkId, LinkWriter>, msg: Msg, now
             p.driver.connected(link, now);
         }
         Msg::ConnectFailed { link, error } => p.driver.connect_failed(link, IoFailure::from(&error), now),
-        Msg::Received { link, bytes } => p.driver.received(link, &bytes, now),
+        Msg::Received { link, bytes } => p.driver.received_bytes(link, bytes, now),
         Msg::Closed { link, error } => {
             links.remove(&link);
             p.driver.closed(link, error.as_ref().map(IoFailure::from), now);
