@@ -196,11 +196,11 @@ fn work(shared: &Shared, listener: &SyncListener) {
             s.started.push((batch.id, Instant::now()));
             s.busy += 1;
             drop(s);
-            let id = batch.id;
             let span = crate::batch_span(&batch);
-            let (result, failed) = span
-                .in_scope(|| guarded(|| listener(batch.messages.clone(), ConsumeContext::for_batch(&batch))));
-            drop(batch);
+            // The batch's parts move into the call (no reference counts touched).
+            let Batch { id, queue, messages, kind, .. } = batch;
+            let ctx = ConsumeContext::new(queue, kind);
+            let (result, failed) = span.in_scope(|| guarded(|| listener(messages, ctx)));
             s = lock(&shared.state);
             s.busy -= 1;
             s.done.push((id, result, failed));
