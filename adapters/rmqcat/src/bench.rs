@@ -78,7 +78,6 @@ struct Tally {
     /// One slot per message (up to a cap), filled in arrival order: no lock shared by the
     /// listener threads, which would measure the bench instead of the consumer.
     latencies_ms: Vec<AtomicU32>,
-    seen: AtomicU64,
     want: u64,
     done: (Mutex<Option<Instant>>, Condvar),
 }
@@ -86,7 +85,8 @@ struct Tally {
 impl Tally {
     fn see(&self, msgs: &[MessageExt]) {
         let now = now_ms();
-        let first = self.seen.fetch_add(msgs.len() as u64, Ordering::Relaxed) as usize;
+        // One counter gives both this call's latency slots and the total.
+        let first = self.count.fetch_add(msgs.len() as u64, Ordering::Relaxed) as usize;
         for (slot, m) in self.latencies_ms.iter().skip(first).zip(msgs) {
             let ms = u32::try_from((now - m.born_timestamp).max(0)).unwrap_or(u32::MAX);
             // Stored +1 so an empty slot (0) is told apart.
@@ -94,7 +94,7 @@ impl Tally {
         }
         let bytes: u64 = msgs.iter().map(|m| m.body.len() as u64).sum();
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        if self.count.fetch_add(msgs.len() as u64, Ordering::Relaxed) + msgs.len() as u64 >= self.want {
+        if (first + msgs.len()) as u64 >= self.want {
             let (last, cv) = &self.done;
             let mut last = last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if last.is_none() {
@@ -140,7 +140,6 @@ pub(crate) fn run(o: Opts) -> Outcome {
         count: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
         latencies_ms: (0..o.count.min(10_000_000)).map(|_| AtomicU32::new(0)).collect(),
-        seen: AtomicU64::new(0),
         want: o.count,
         done: (Mutex::new(None), Condvar::new()),
     });
