@@ -69,4 +69,10 @@ impl Runtime for AsyncStd {
         let _ = w.shutdown(Shutdown::Both);
         std::future::ready(())
     }
+
+    #[cfg(unix)]
+    fn direct(w: &Self::Writer) -> Option<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        w.as_fd().try_clone_to_owned().ok()
+    }
 }

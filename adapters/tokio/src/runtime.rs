@@ -71,4 +71,10 @@ impl Runtime for Tokio {
     async fn close(w: &mut Self::Writer) {
         let _ = w.shutdown().await;
     }
+
+    #[cfg(unix)]
+    fn direct(w: &Self::Writer) -> Option<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        w.as_ref().as_fd().try_clone_to_owned().ok()
+    }
 }

@@ -84,4 +84,10 @@ impl<S: Spawn> Runtime for AsyncNet<S> {
         let _ = w.shutdown(Shutdown::Both);
         future::ready(())
     }
+
+    #[cfg(unix)]
+    fn direct(w: &TcpStream) -> Option<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        w.as_fd().try_clone_to_owned().ok()
+    }
 }

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use futures_lite::future;
 use rocketmq_push_core::{LinkId, PeerAddr};
 
+use super::direct::{Direct, Queued};
 use super::msg::{LinkWriter, Msg};
 use super::{CONNECT_TIMEOUT, Runtime};
 use crate::transport::{Session, Transport};
@@ -51,13 +52,19 @@ pub(super) fn connect<R: Runtime>(
         let (writes, queued) = async_channel::unbounded();
         let (stop, stopped) = async_channel::bounded(1);
         let flush = writes.downgrade();
-        if inbox.try_send(Msg::Connected { link, writer: LinkWriter::new(writes, stop) }).is_err() {
+        // TLS seals what is written: only the writer task writes then.
+        let (direct, done) = match &session {
+            None => direct::<R>(&wr),
+            Some(_) => (None, None),
+        };
+        if inbox.try_send(Msg::Connected { link, writer: LinkWriter::new(writes, direct, stop) }).is_err() {
             return;
         }
         let reader = Reader { link, inbox: data.clone(), stopped, tls: session.clone().map(|s| (s, flush)) };
+        let writer = Writer { link, queued, inbox: data.clone(), tls: session, done };
         let started = task_rt
             .spawn("rmq-read", read::<R>(rd, reader, early))
-            .and_then(|()| task_rt.spawn("rmq-write", write::<R>(wr, link, queued, data.clone(), session)));
+            .and_then(|()| task_rt.spawn("rmq-write", write::<R>(wr, writer)));
         if let Err(error) = started {
             let _ = data.send(Msg::Closed { link, error: Some(error) }).await;
         }
@@ -176,16 +183,32 @@ async fn read<R: Runtime>(mut rd: R::Reader, r: Reader, early: Vec<u8>) {
     }
 }
 
-async fn write<R: Runtime>(
-    mut wr: R::Writer,
+/// Direct writes on `wr`'s socket, where the runtime gives a duplicate of it.
+fn direct<R: Runtime>(wr: &R::Writer) -> (Option<Direct>, Option<Queued>) {
+    #[cfg(unix)]
+    if let Some(fd) = R::direct(wr) {
+        let (d, q) = Direct::new(fd);
+        return (Some(d), Some(q));
+    }
+    let _ = wr;
+    (None, None)
+}
+
+/// A link's writing side.
+struct Writer {
     link: LinkId,
+    /// What the owner could not write at once.
     queued: Receiver<Bytes>,
     inbox: Sender<Msg>,
     tls: Option<Session>,
-) {
+    /// Counted down per write done, with direct writes (the owner waits for zero).
+    done: Option<Queued>,
+}
+
+async fn write<R: Runtime>(mut wr: R::Writer, w: Writer) {
     let mut sealed = Vec::new();
-    while let Ok(bytes) = queued.recv().await {
-        let wrote = match &tls {
+    while let Ok(bytes) = w.queued.recv().await {
+        let wrote = match &w.tls {
             None => R::write_all(&mut wr, &bytes).await,
             Some(session) => {
                 sealed.clear();
@@ -196,8 +219,11 @@ async fn write<R: Runtime>(
                 }
             }
         };
+        if let Some(done) = &w.done {
+            done.done();
+        }
         if let Err(error) = wrote {
-            let _ = inbox.send(Msg::Closed { link, error: Some(error) }).await;
+            let _ = w.inbox.send(Msg::Closed { link: w.link, error: Some(error) }).await;
             break;
         }
     }

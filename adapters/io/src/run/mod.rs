@@ -12,8 +12,8 @@
 //! One owner task holds the [`Driver`](rocketmq_push_core::Driver): it carries out every
 //! [`DriverOutput`](rocketmq_push_core::DriverOutput) in one exhaustive `match`, then waits for
 //! the next message, listener result or deadline and feeds it in (with whatever else is queued).
-//! Each connection has a reader and a writer task; what one pass writes to a link is handed to
-//! its writer as one buffer. Async listeners are polled by the owner task
+//! Each connection has a reader and a writer task; what one pass writes to a link goes out as
+//! one buffer, by the owner itself while the socket takes it at once, else by the link's writer. Async listeners are polled by the owner task
 //! itself; blocking ones run on threads that take queued batches without waking the owner per
 //! message. The tasks talk over [`async_channel`]s, which need no particular executor.
 //!
@@ -24,6 +24,7 @@
 mod adapter;
 #[cfg(feature = "async-net")]
 pub mod async_net;
+mod direct;
 mod handle;
 mod link;
 mod listeners;
@@ -83,6 +84,15 @@ pub trait Runtime: Clone + Send + Sync + 'static {
 
     /// Close the connection (at least the write side; a read in progress ends soon after).
     fn close(w: &mut Self::Writer) -> impl Future<Output = ()> + Send + '_;
+
+    /// A duplicate of `w`'s socket, through which the owner writes what the socket takes at once
+    /// (without a hop to the writer task). `None`, the default, sends every write through the
+    /// writer task.
+    #[cfg(unix)]
+    fn direct(w: &Self::Writer) -> Option<std::os::fd::OwnedFd> {
+        let _ = w;
+        None
+    }
 }
 
 /// How long a connect may take.

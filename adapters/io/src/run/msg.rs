@@ -4,6 +4,8 @@ use async_channel::Sender;
 use bytes::Bytes;
 use rocketmq_push_core::{BatchId, Command, ConsumeResult, LinkId};
 
+use super::direct::Direct;
+
 /// A finished listener call: the batch, its result, and why it failed (a panic or an `Err`,
 /// turned into RECONSUME_LATER).
 pub(super) type Finished = (BatchId, ConsumeResult, Option<String>);
@@ -74,6 +76,8 @@ impl std::fmt::Debug for Msg {
 /// what is queued, closes the socket, and the reader stops.
 pub(crate) struct LinkWriter {
     writes: Sender<Bytes>,
+    /// Writes the owner makes itself, where the runtime gives it the socket (not with TLS).
+    direct: Option<Direct>,
     // Never sent on: closing it (by dropping it) is the reader's stop signal.
     _stop: Sender<()>,
 }
@@ -83,14 +87,25 @@ pub(crate) struct LinkWriter {
 pub(crate) const MAX_QUEUED_WRITES: usize = 16_384;
 
 impl LinkWriter {
-    pub(super) fn new(writes: Sender<Bytes>, stop: Sender<()>) -> Self {
-        Self { writes, _stop: stop }
+    pub(super) fn new(writes: Sender<Bytes>, direct: Option<Direct>, stop: Sender<()>) -> Self {
+        Self { writes, direct, _stop: stop }
     }
 
-    /// Queue `bytes`; false when the peer has not taken what was queued before.
-    pub(crate) fn write(&self, bytes: Bytes) -> bool {
+    /// Write `bytes`: what the socket takes at once now, the rest queued for the writer task;
+    /// false when the peer has not taken what was queued before.
+    pub(crate) fn write(&self, mut bytes: Bytes) -> bool {
+        if let Some(d) = &self.direct {
+            let taken = d.send(&bytes);
+            if taken == bytes.len() {
+                return true;
+            }
+            let _ = bytes.split_to(taken);
+        }
         if self.writes.len() >= MAX_QUEUED_WRITES {
             return false;
+        }
+        if let Some(d) = &self.direct {
+            d.queue();
         }
         // Fails only once the writer task has ended, which reports the close itself.
         let _ = self.writes.try_send(bytes);

@@ -77,7 +77,7 @@ mod tests {
     fn link(id: u64) -> (LinkId, LinkWriter, async_channel::Receiver<Bytes>) {
         let (writes, queued) = async_channel::unbounded();
         let (stop, _) = async_channel::bounded(1);
-        (LinkId(id), LinkWriter::new(writes, stop), queued)
+        (LinkId(id), LinkWriter::new(writes, None, stop), queued)
     }
 
     fn taken(rx: &async_channel::Receiver<Bytes>) -> Vec<Bytes> {
