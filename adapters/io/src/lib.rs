@@ -59,7 +59,7 @@ pub use client_id::{client_id, stable_client_id};
 pub use hook::{ConsumeHook, HookContext, HookOutcome};
 pub(crate) use listener::settled;
 pub use listener::{
-    AsyncListener, BoxFuture, ListenerOutput, SyncListener, async_listener, guarded, sync_listener,
+    AsyncListener, CallSlot, ListenerOutput, SyncListener, async_listener, guarded, sync_listener,
 };
 pub use log::{Repeats, cause, log_event};
 pub use offset_file::OffsetFile;

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use rocketmq_push_core::{ConsumeContext, ConsumeResult, ConsumeStatus, Messages};
 
@@ -60,11 +61,54 @@ where
     Arc::new(move |m, ctx| f(m, ctx).into_result(ConsumeResult::from_status))
 }
 
-/// A listener's future, boxed, its answer erased as in [`SyncListener`].
-pub type BoxFuture = Pin<Box<dyn Future<Output = Result<ConsumeResult, String>> + Send>>;
+/// One slot for an async listener's calls: the future of the call in progress lives in the
+/// slot's own allocation, and the next call reuses it, so a call allocates nothing. Its answer
+/// is erased as in [`SyncListener`].
+pub trait CallSlot: Send {
+    /// Start a call on `messages` (the slot's previous call has ended).
+    fn start(self: Pin<&mut Self>, messages: Messages, ctx: ConsumeContext);
 
-/// An async listener with its types erased: what the async adapters run.
-pub type AsyncListener = Arc<dyn Fn(Messages, ConsumeContext) -> BoxFuture + Send + Sync>;
+    /// Poll the call in progress. Once it is ready the slot is empty again (its future dropped);
+    /// an empty slot answers with an `Err`.
+    fn poll_call(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<ConsumeResult, String>>;
+}
+
+/// An async listener with its types erased: a maker of call slots, which the async adapters fill
+/// and poll.
+pub type AsyncListener = Arc<dyn Fn() -> Pin<Box<dyn CallSlot>> + Send + Sync>;
+
+pin_project_lite::pin_project! {
+    struct Slot<F, Fut> {
+        f: Arc<F>,
+        #[pin]
+        call: Option<Fut>,
+    }
+}
+
+impl<F, Fut, R> CallSlot for Slot<F, Fut>
+where
+    F: Fn(Messages, ConsumeContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: ListenerOutput,
+{
+    fn start(self: Pin<&mut Self>, messages: Messages, ctx: ConsumeContext) {
+        let mut this = self.project();
+        let fut = (this.f)(messages, ctx);
+        this.call.set(Some(fut));
+    }
+
+    fn poll_call(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<ConsumeResult, String>> {
+        let mut this = self.project();
+        let Some(fut) = this.call.as_mut().as_pin_mut() else {
+            return Poll::Ready(Err("no call in progress".to_owned()));
+        };
+        let Poll::Ready(answer) = fut.poll(cx) else { return Poll::Pending };
+        // Dropped now, not at the next call: it may hold the batch's messages.
+        this.call.set(None);
+        // The context went to the listener: a bare status keeps Java's defaults.
+        Poll::Ready(answer.into_result(ConsumeResult::from_status))
+    }
+}
 
 /// Erase the types of an async listener returning any [`ListenerOutput`].
 pub fn async_listener<F, Fut, R>(f: F) -> AsyncListener
@@ -73,11 +117,8 @@ where
     Fut: Future<Output = R> + Send + 'static,
     R: ListenerOutput,
 {
-    Arc::new(move |m, c| {
-        let fut = f(m, c);
-        // The context went to the listener: a bare status keeps Java's defaults.
-        Box::pin(async move { fut.await.into_result(ConsumeResult::from_status) })
-    })
+    let f = Arc::new(f);
+    Arc::new(move || Box::pin(Slot { f: f.clone(), call: None }))
 }
 
 /// Run `f`; a panic or an `Err` counts as RECONSUME_LATER (as a thrown exception does in

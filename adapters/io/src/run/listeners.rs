@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
@@ -22,7 +23,7 @@ use rocketmq_push_core::{Batch, BatchId, ConsumeContext};
 use super::msg::{Finished, Msg, Started};
 use super::stream::Delivery;
 use super::workers::{Workers, WorkersRef};
-use crate::{AsyncListener, BoxFuture, SyncListener, settled};
+use crate::{AsyncListener, CallSlot, SyncListener, settled};
 
 /// How user code runs.
 #[derive(Clone)]
@@ -67,10 +68,10 @@ impl Wake for SlotWaker {
     }
 }
 
+/// The call in a slot: its batch, and the span it runs in.
 struct Call {
     batch: BatchId,
-    // The listener's own box, in its batch's span: no second allocation per call.
-    fut: tracing::instrument::Instrumented<BoxFuture>,
+    span: tracing::Span,
 }
 
 /// The listener calls in progress.
@@ -81,6 +82,8 @@ pub(super) struct Listeners {
     /// Where stream deliveries answer.
     results: Sender<Msg>,
     calls: Vec<Option<Call>>,
+    /// Each slot's future, reused from call to call (async listeners).
+    slots: Vec<Pin<Box<dyn CallSlot>>>,
     wakers: Vec<Waker>,
     free: Vec<usize>,
     woken: Arc<Mutex<Woken>>,
@@ -100,6 +103,7 @@ impl Listeners {
             workers,
             results,
             calls: Vec::new(),
+            slots: Vec::new(),
             wakers: Vec::new(),
             free: Vec::new(),
             woken: Arc::default(),
@@ -123,15 +127,8 @@ impl Listeners {
     /// Start user code on `batch`; what finishes at once goes to `done`.
     pub(super) fn consume(&mut self, batch: Batch, now: Instant, done: &mut Vec<Finished>) {
         let id = batch.id;
-        let fut = match &self.listener {
-            Listener::Async(f) => {
-                let span = crate::batch_span(&batch);
-                // The queue moves into the context (no reference counts touched per call).
-                let Batch { queue, messages, kind, .. } = batch;
-                let ctx = ConsumeContext::new(queue, kind);
-                let fut = span.in_scope(|| f(messages, ctx));
-                tracing::Instrument::instrument(fut, span)
-            }
+        match &self.listener {
+            Listener::Async(_) => {}
             Listener::Sync(_) => {
                 if let Some(w) = &self.workers {
                     w.submit(batch, now);
@@ -145,10 +142,22 @@ impl Listeners {
                 }
                 return;
             }
-        };
+        }
+        let span = crate::batch_span(&batch);
         let slot = self.free.pop().unwrap_or_else(|| self.grow());
-        self.calls[slot] = Some(Call { batch: id, fut });
-        self.poll_slot(slot, done);
+        // The queue moves into the context (no reference counts touched per call).
+        let Batch { queue, messages, kind, .. } = batch;
+        let ctx = ConsumeContext::new(queue, kind);
+        let started = {
+            let _in = span.enter();
+            catch_unwind(AssertUnwindSafe(|| self.slots[slot].as_mut().start(messages, ctx)))
+        };
+        self.calls[slot] = Some(Call { batch: id, span });
+        match started {
+            Ok(()) => self.poll_slot(slot, done),
+            // The listener panicked before it made a future.
+            Err(p) => self.end(slot, Err(p), done),
+        }
     }
 
     /// Poll the calls whose wakers fired and take the threads' starts and results; what
@@ -201,24 +210,140 @@ impl Listeners {
     fn grow(&mut self) -> usize {
         let slot = self.calls.len();
         self.calls.push(None);
+        if let Listener::Async(make) = &self.listener {
+            self.slots.push(make());
+        }
         self.woken.lock().unwrap_or_else(PoisonError::into_inner).flagged.push(false);
         self.wakers.push(Waker::from(Arc::new(SlotWaker { slot, woken: self.woken.clone() })));
         slot
     }
 
     fn poll_slot(&mut self, slot: usize, done: &mut Vec<Finished>) {
-        let Some(call) = self.calls[slot].as_mut() else { return };
+        let Some(call) = self.calls[slot].as_ref() else { return };
         let mut cx = Context::from_waker(&self.wakers[slot]);
-        let polled = catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(&mut call.fut).poll(&mut cx)));
-        let ended = match polled {
-            Ok(Poll::Pending) => return,
-            Ok(Poll::Ready(answer)) => Ok(answer),
-            Err(p) => Err(p),
+        let fut = self.slots[slot].as_mut();
+        let polled = {
+            let _in = call.span.enter();
+            catch_unwind(AssertUnwindSafe(|| fut.poll_call(&mut cx)))
         };
+        match polled {
+            Ok(Poll::Pending) => {}
+            Ok(Poll::Ready(answer)) => self.end(slot, Ok(answer), done),
+            Err(p) => self.end(slot, Err(p), done),
+        }
+    }
+
+    /// The call in `slot` ended: its result to `done`, the slot free again.
+    fn end(
+        &mut self,
+        slot: usize,
+        ended: std::thread::Result<Result<rocketmq_push_core::ConsumeResult, String>>,
+        done: &mut Vec<Finished>,
+    ) {
+        let Some(call) = self.calls[slot].take() else { return };
+        if ended.is_err() {
+            // A future that panicked is not polled or refilled again: the slot gets a new one.
+            if let Listener::Async(make) = &self.listener {
+                self.slots[slot] = make();
+            }
+        }
         let (result, failed) = settled(ended);
-        let finished = (call.batch, result, failed);
-        self.calls[slot] = None;
         self.free.push(slot);
-        done.push(finished);
+        done.push((call.batch, result, failed));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use rocketmq_push_core::{BatchKind, ConsumeStatus, MessageQueue, Messages};
+
+    use super::*;
+
+    fn batch(id: u64, queue_id: i32) -> Batch {
+        Batch {
+            id: BatchId(id),
+            queue: MessageQueue::new("T", "b", queue_id),
+            messages: Messages::from_vec(Vec::new()),
+            kind: BatchKind::Concurrent,
+        }
+    }
+
+    /// An async listener whose slots are counted as they are made; queue 1 panics before its
+    /// future, queue 2 inside it, queue 3 waits until `go` is set (and its waker fires).
+    fn listeners(made: Arc<AtomicUsize>, go: Arc<Mutex<Option<Waker>>>, open: Arc<AtomicUsize>) -> Listeners {
+        let f = crate::async_listener(move |_, ctx: ConsumeContext| {
+            assert!(ctx.queue.queue_id != 1, "before the future");
+            let (go, open) = (go.clone(), open.clone());
+            async move {
+                assert!(ctx.queue.queue_id != 2, "inside the future");
+                if ctx.queue.queue_id == 3 {
+                    std::future::poll_fn(|cx| {
+                        if open.load(Ordering::SeqCst) == 1 {
+                            return Poll::Ready(());
+                        }
+                        *go.lock().unwrap() = Some(cx.waker().clone());
+                        Poll::Pending
+                    })
+                    .await;
+                }
+                ConsumeStatus::Success
+            }
+        });
+        let counted: AsyncListener = Arc::new(move || {
+            made.fetch_add(1, Ordering::SeqCst);
+            f()
+        });
+        Listeners::new(Listener::Async(counted), async_channel::unbounded().0, 20)
+    }
+
+    #[test]
+    fn async_calls_reuse_their_slots_and_a_panic_anywhere_is_reconsume_later() {
+        let (made, open) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let go: Arc<Mutex<Option<Waker>>> = Arc::default();
+        let mut l = listeners(made.clone(), go.clone(), open.clone());
+        let mut done = Vec::new();
+        for id in 0..100 {
+            l.consume(batch(id, 0), Instant::now(), &mut done);
+        }
+        assert_eq!(done.len(), 100);
+        assert!(done.iter().all(|d| d.1 == rocketmq_push_core::ConsumeResult::SUCCESS && d.2.is_none()));
+        assert_eq!(made.load(Ordering::SeqCst), 1, "one slot for calls that answer at once");
+
+        done.clear();
+        l.consume(batch(100, 1), Instant::now(), &mut done);
+        l.consume(batch(101, 2), Instant::now(), &mut done);
+        l.consume(batch(102, 0), Instant::now(), &mut done);
+        let why: Vec<_> = done.iter().map(|d| (d.0.0, d.1.status, d.2.clone())).collect();
+        assert_eq!(
+            why,
+            [
+                (100, ConsumeStatus::ReconsumeLater, Some("panicked: before the future".to_owned())),
+                (101, ConsumeStatus::ReconsumeLater, Some("panicked: inside the future".to_owned())),
+                (102, ConsumeStatus::Success, None),
+            ]
+        );
+        // Each panic cost the slot its future: a new one was made for it.
+        assert_eq!(made.load(Ordering::SeqCst), 3);
+
+        // A call that waits keeps its slot; the next call takes another, and the waiting one
+        // finishes when its waker fires.
+        done.clear();
+        l.consume(batch(103, 3), Instant::now(), &mut done);
+        l.consume(batch(104, 0), Instant::now(), &mut done);
+        assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [104]);
+        assert_eq!(made.load(Ordering::SeqCst), 4);
+        open.store(1, Ordering::SeqCst);
+        go.lock().unwrap().take().expect("the waiting call registered its waker").wake();
+        l.poll_woken(&mut Vec::new(), &mut done);
+        assert_eq!(
+            done.iter().map(|d| (d.0.0, d.1.status)).collect::<Vec<_>>(),
+            [(104, ConsumeStatus::Success), (103, ConsumeStatus::Success)]
+        );
+        // Both slots are free again: nothing new is made for two more calls.
+        l.consume(batch(105, 0), Instant::now(), &mut done);
+        l.consume(batch(106, 0), Instant::now(), &mut done);
+        assert_eq!((done.len(), made.load(Ordering::SeqCst)), (4, 4));
     }
 }
