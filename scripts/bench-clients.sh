@@ -123,29 +123,33 @@ for round in $(seq "$ROUNDS"); do
     read -r user sys rss invol vol <"$tmp/time"
     cpu_m=$(awk -v u="$user" -v s="$sys" -v c="$COUNT" 'BEGIN { printf "%.2f", (u + s) * 1e6 / c }')
     switches=$((invol + vol))
-    echo "$client $ms $cpu_m $rss $switches" >>"$results"
+    echo "$client $ms $cpu_m $rss $switches $round" >>"$results"
     printf '%-5s %-9s %8s %10s %9s %8s %9s\n' "$round" "$client" "$ms" "$((COUNT * 1000 / ms))" \
       "$cpu_m" "$((rss / 1024))" "$switches"
   done
 done
 
 printf '\nmedians over %s rounds, and against the raw-pull ceiling\n' "$ROUNDS"
-printf '%-9s %8s %10s %9s %8s %9s %10s %10s\n' client ms msg/s "CPU-s/M" "RSS MiB" switches "speed/raw" "CPU/raw"
-awk -v count="$COUNT" '
+# speed/raw is the ratio of the medians; per round, the median of each round's raw ms / client
+# ms: a client against the raw loop of its own round, minutes of the machine's drift apart less.
+printf '%-9s %8s %10s %9s %8s %9s %10s %10s %10s\n' client ms msg/s "CPU-s/M" "RSS MiB" switches "speed/raw" "per round" "CPU/raw"
+awk -v count="$COUNT" -v rounds="$ROUNDS" '
   # Insertion sort: mawk has no asort.
   function median(list,   a, i, j, t, m) {
     m = split(list, a, " ")
     for (i = 2; i <= m; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
   }
-  { order[$1] = order[$1] ? order[$1] : ++seen; ms[$1] = ms[$1] " " $2; cpu[$1] = cpu[$1] " " $3; rss[$1] = rss[$1] " " $4; sw[$1] = sw[$1] " " $5 }
+  { order[$1] = order[$1] ? order[$1] : ++seen; ms[$1] = ms[$1] " " $2; cpu[$1] = cpu[$1] " " $3; rss[$1] = rss[$1] " " $4; sw[$1] = sw[$1] " " $5
+    at[$1, $6] = $2 }
   END {
     rms = median(ms["raw"]); rcpu = median(cpu["raw"])
     for (c in order) names[order[c]] = c
     for (i = 1; i <= seen; i++) {
-      c = names[i]; m = median(ms[c]); p = median(cpu[c])
-      printf "%-9s %8d %10d %9.2f %8d %9d %10s %10s\n", c, m, count * 1000 / m, p, median(rss[c]) / 1024, median(sw[c]),
-        rms ? sprintf("%.2fx", rms / m) : "-", rcpu ? sprintf("%.2fx", p / rcpu) : "-"
+      c = names[i]; m = median(ms[c]); p = median(cpu[c]); per = ""
+      for (r = 1; r <= rounds; r++) if (at["raw", r] && at[c, r]) per = per " " at["raw", r] / at[c, r]
+      printf "%-9s %8d %10d %9.2f %8d %9d %10s %10s %10s\n", c, m, count * 1000 / m, p, median(rss[c]) / 1024, median(sw[c]),
+        rms ? sprintf("%.2fx", rms / m) : "-", per != "" ? sprintf("%.2fx", median(per)) : "-", rcpu ? sprintf("%.2fx", p / rcpu) : "-"
     }
   }' "$results"
 
