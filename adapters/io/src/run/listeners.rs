@@ -89,6 +89,8 @@ pub(super) struct Listeners {
     woken: Arc<Mutex<Woken>>,
     /// Batches withdrawn by the core since the last [`poll_woken`](Self::poll_woken), in order.
     withdrawn: Vec<BatchId>,
+    /// Batches for the threads, until the pass's [`hand_over`](Self::hand_over).
+    queued: Vec<Batch>,
 }
 
 impl Listeners {
@@ -108,6 +110,7 @@ impl Listeners {
             free: Vec::new(),
             woken: Arc::default(),
             withdrawn: Vec::new(),
+            queued: Vec::new(),
         }
     }
 
@@ -125,14 +128,13 @@ impl Listeners {
     }
 
     /// Start user code on `batch`; what finishes at once goes to `done`.
-    pub(super) fn consume(&mut self, batch: Batch, now: Instant, done: &mut Vec<Finished>) {
+    pub(super) fn consume(&mut self, batch: Batch, done: &mut Vec<Finished>) {
         let id = batch.id;
         match &self.listener {
             Listener::Async(_) => {}
             Listener::Sync(_) => {
-                if let Some(w) = &self.workers {
-                    w.submit(batch, now);
-                }
+                // To the threads with the rest of this pass's (`hand_over`).
+                self.queued.push(batch);
                 return;
             }
             Listener::Stream(tx) => {
@@ -160,9 +162,22 @@ impl Listeners {
         }
     }
 
+    /// Blocking listeners: the batches of this pass go to the threads, together (one lock
+    /// taken, not one per batch, while the threads take and answer work under it).
+    fn hand_over(&mut self, now: Instant) {
+        if let Some(w) = &self.workers {
+            if !self.queued.is_empty() {
+                w.submit(self.queued.drain(..), now);
+            }
+        }
+    }
+
     /// Poll the calls whose wakers fired and take the threads' starts and results; what
     /// started goes to `started`, what finished to `done`.
-    pub(super) fn poll_woken(&mut self, started: &mut Vec<Started>, done: &mut Vec<Finished>) {
+    /// Batches consumed since the last call go to the threads first (so a withdrawal of one of
+    /// them finds it queued there).
+    pub(super) fn poll_woken(&mut self, now: Instant, started: &mut Vec<Started>, done: &mut Vec<Finished>) {
+        self.hand_over(now);
         if let Some(w) = &mut self.workers {
             if !self.withdrawn.is_empty() {
                 self.withdrawn.sort_unstable();
@@ -305,16 +320,16 @@ mod tests {
         let mut l = listeners(made.clone(), go.clone(), open.clone());
         let mut done = Vec::new();
         for id in 0..100 {
-            l.consume(batch(id, 0), Instant::now(), &mut done);
+            l.consume(batch(id, 0), &mut done);
         }
         assert_eq!(done.len(), 100);
         assert!(done.iter().all(|d| d.1 == rocketmq_push_core::ConsumeResult::SUCCESS && d.2.is_none()));
         assert_eq!(made.load(Ordering::SeqCst), 1, "one slot for calls that answer at once");
 
         done.clear();
-        l.consume(batch(100, 1), Instant::now(), &mut done);
-        l.consume(batch(101, 2), Instant::now(), &mut done);
-        l.consume(batch(102, 0), Instant::now(), &mut done);
+        l.consume(batch(100, 1), &mut done);
+        l.consume(batch(101, 2), &mut done);
+        l.consume(batch(102, 0), &mut done);
         let why: Vec<_> = done.iter().map(|d| (d.0.0, d.1.status, d.2.clone())).collect();
         assert_eq!(
             why,
@@ -330,20 +345,20 @@ mod tests {
         // A call that waits keeps its slot; the next call takes another, and the waiting one
         // finishes when its waker fires.
         done.clear();
-        l.consume(batch(103, 3), Instant::now(), &mut done);
-        l.consume(batch(104, 0), Instant::now(), &mut done);
+        l.consume(batch(103, 3), &mut done);
+        l.consume(batch(104, 0), &mut done);
         assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [104]);
         assert_eq!(made.load(Ordering::SeqCst), 4);
         open.store(1, Ordering::SeqCst);
         go.lock().unwrap().take().expect("the waiting call registered its waker").wake();
-        l.poll_woken(&mut Vec::new(), &mut done);
+        l.poll_woken(Instant::now(), &mut Vec::new(), &mut done);
         assert_eq!(
             done.iter().map(|d| (d.0.0, d.1.status)).collect::<Vec<_>>(),
             [(104, ConsumeStatus::Success), (103, ConsumeStatus::Success)]
         );
         // Both slots are free again: nothing new is made for two more calls.
-        l.consume(batch(105, 0), Instant::now(), &mut done);
-        l.consume(batch(106, 0), Instant::now(), &mut done);
+        l.consume(batch(105, 0), &mut done);
+        l.consume(batch(106, 0), &mut done);
         assert_eq!((done.len(), made.load(Ordering::SeqCst)), (4, 4));
     }
 }

@@ -87,11 +87,13 @@ impl Workers {
         Self { shared, listener, max_threads: max_threads.max(1), last_results: Instant::now() }
     }
 
-    /// Queue `batch` for a thread; one is woken only if none is awake to take it.
-    pub(super) fn submit(&self, batch: Batch, now: Instant) {
+    /// Queue `batches` (one owner pass's, in order) for the threads, under one lock; a thread is
+    /// woken only if none is awake to take them.
+    pub(super) fn submit(&self, batches: impl IntoIterator<Item = Batch>, now: Instant) {
         let mut s = lock(&self.shared.state);
-        s.jobs.push_back((batch, now));
-        if s.awake == 0 {
+        let before = s.jobs.len();
+        s.jobs.extend(batches.into_iter().map(|b| (b, now)));
+        if s.jobs.len() > before && s.awake == 0 {
             self.wake_one(&mut s);
         }
     }
@@ -278,7 +280,7 @@ mod tests {
         let mut w = Workers::new(listener, 20);
         let now = Instant::now();
         for i in 0..20 {
-            w.submit(batch(i), now);
+            w.submit([batch(i)], now);
         }
         // No `check`: only patience adds threads, and it is not asked here.
         let until = Instant::now() + Duration::from_secs(10);
@@ -310,9 +312,9 @@ mod tests {
         let mut w = Workers::new(listener, 20);
         let mut slow = batch(1);
         slow.queue.queue_id = 1;
-        w.submit(slow, Instant::now());
+        w.submit([slow], Instant::now());
         thread::sleep(Duration::from_millis(5));
-        w.submit(batch(2), Instant::now());
+        w.submit([batch(2)], Instant::now());
         let done = results(&mut w, 2);
         assert_eq!(done.len(), 2);
         assert!(done.iter().all(|d| d.1.status == ConsumeStatus::Success), "{done:?}");
@@ -332,9 +334,7 @@ mod tests {
         let mut w = Workers::new(listener, 1);
         let mut slow = batch(1);
         slow.queue.queue_id = 1;
-        for b in [slow, batch(2), batch(3), batch(4)] {
-            w.submit(b, Instant::now());
-        }
+        w.submit([slow, batch(2), batch(3), batch(4)], Instant::now());
         let (mut started, mut done) = (Vec::new(), Vec::new());
         let until = Instant::now() + Duration::from_secs(10);
         while started.is_empty() && Instant::now() < until {
@@ -371,7 +371,7 @@ mod tests {
         for i in 0..30 {
             let mut b = batch(i);
             b.queue.queue_id = i as i32 % 10;
-            w.submit(b, Instant::now());
+            w.submit([b], Instant::now());
         }
         let done = results(&mut w, 30);
         assert_eq!(done.len(), 30);
