@@ -14,8 +14,10 @@
 #
 # Throughput: COUNT messages (default 300000, BODY_BYTES 100) in a fresh topic with 8 queues; each
 # client consumes all of them as a new group from the first offset with Java's defaults and a
-# listener that only counts. ROUNDS rounds (default 3), each in a rotated order (the first read of
-# fresh messages may hit the disk). Per run: time from start to the last message, msg/s, CPU
+# listener that only counts (no clock read: the raw loop's listener runs once per pull of 32, the
+# clients' once per message, so a clock read per call would charge the clients 32 times more).
+# ROUNDS rounds (default 3), each in a rotated order (the first read of fresh messages may hit
+# the disk). Per run: time from start to the last message, msg/s, CPU
 # seconds per million messages (GNU time user+sys, whole process), peak RSS, context switches.
 #
 # Latency: for each client a fresh topic, the consumer started first, then RATE messages a second
@@ -60,9 +62,12 @@ read -r -a clients <<<"${CLIENTS:-$default_clients}"
 mkdir -p "$OUT/logs"
 
 # Sets `cmd` to the command that consumes COUNT messages of TOPIC as GROUP and prints one JSON line
-# with "ms" (and "p50_ms"/"p99_ms").
-client_cmd() { # CLIENT TOPIC GROUP COUNT
-  local client=$1 topic=$2 group=$3 count=$4
+# with "ms" (and, with LATENCY=latency, "p50_ms"/"p99_ms": the listener then reads the clock on
+# every call; without, every client's listener only counts).
+client_cmd() { # CLIENT TOPIC GROUP COUNT [latency]
+  local client=$1 topic=$2 group=$3 count=$4 latency=${5:-}
+  local flag=()
+  [[ -n $latency ]] && flag=(--latency)
   if [[ $client == *-pop ]]; then
     # Untimed: the operator's switch, before the consumer starts.
     "$RMQCAT" group mode -q -n "$NAMESRV_ADDR" -g "$group" -t "$topic" pop >/dev/null
@@ -73,18 +78,22 @@ client_cmd() { # CLIENT TOPIC GROUP COUNT
       -Drocketmq.client.logLevel=WARN -Drocketmq.log.root="$OUT/logs" -Drocketmq.client.logRoot="$OUT/logs"
       -cp "$OUT/build/classes:$OUT/lib/*" rmqtest.ConsumeBench "$NAMESRV_ADDR" "$topic" "$group" "$count")
     if [[ $client == java-pop ]]; then cmd+=(pop); fi
+    if [[ -n $latency ]]; then cmd+=(latency); fi
     ;;
-  go) cmd=("$GO_BENCH" "$NAMESRV_ADDR" "$topic" "$group" "$count") ;;
+  go)
+    cmd=("$GO_BENCH" "$NAMESRV_ADDR" "$topic" "$group" "$count")
+    if [[ -n $latency ]]; then cmd+=(latency); fi
+    ;;
   base-*)
     [[ -x ${BASE_RMQCAT:-} ]] || { echo "$client needs BASE_RMQCAT (an earlier build's rmqcat)" >&2; exit 2; }
     local base=${client#base-}
-    cmd=("$BASE_RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter "${base%-pop}" --json)
+    cmd=("$BASE_RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter "${base%-pop}" --json "${flag[@]}")
     ;;
   *)
     local adapter=("--adapter" "$client")
     [[ $client == tokio1 ]] && adapter=(--adapter tokio --tokio-workers 1)
     if [[ $client == *-pop ]]; then adapter=("--adapter" "${client%-pop}"); fi
-    cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" "${adapter[@]}" --json)
+    cmd=("$RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" "${adapter[@]}" --json "${flag[@]}")
     ;;
   esac
 }
@@ -161,7 +170,7 @@ if [[ -z ${SKIP_LATENCY:-} ]]; then
   for client in "${clients[@]}"; do
     topic="bench_latency_${client}_$stamp"
     "$RMQCAT" produce -q -n "$NAMESRV_ADDR" -t "$topic" --create 8 --count 0
-    client_cmd "$client" "$topic" "lat_${client}_$stamp" "$lat_count"
+    client_cmd "$client" "$topic" "lat_${client}_$stamp" "$lat_count" latency
     "${cmd[@]}" >"$tmp/lat" 2>"$tmp/err" &
     pid=$!
     # Let the consumer find the topic and take its queues before the first message is born.

@@ -41,9 +41,10 @@ pub(crate) enum Adapter {
   rmqcat bench -t Bench -c 300000 --adapter blocking --json
 
 Each run is a new consumer group reading from the first offset with Java's defaults (listener
-batch 1, 20 listener slots, pull batch 32); the listener only counts. Latency is from the
-producer's born timestamp to the listener: meaningful when messages are produced while the
-bench runs (scripts/bench-clients.sh does both). CPU and memory are this process's.")]
+batch 1, 20 listener slots, pull batch 32); the listener only counts. With --latency it also
+records each message's latency from the producer's born timestamp to the listener: meaningful
+when messages are produced while the bench runs (scripts/bench-clients.sh does both, latency in
+a pass of its own). CPU and memory are this process's.")]
 pub(crate) struct Opts {
     /// Name server (default $NAMESRV_ADDR).
     #[arg(short = 'n', long = "name-server", value_name = "ADDR")]
@@ -66,6 +67,12 @@ pub(crate) struct Opts {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     limit: u64,
+    /// Record each message's born-to-listener latency (a clock read per listener call). Without
+    /// it the listener only counts, and no latency is reported: a clock read per call is the
+    /// bench's own cost, paid per message by the adapters (listener batch 1) and per pull of 32
+    /// by the raw loop.
+    #[arg(long)]
+    latency: bool,
     /// Worker threads of the tokio runtime (`--adapter tokio`).
     #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     tokio_workers: u16,
@@ -76,7 +83,8 @@ struct Tally {
     count: AtomicU64,
     bytes: AtomicU64,
     /// One slot per message (up to a cap), filled in arrival order: no lock shared by the
-    /// listener threads, which would measure the bench instead of the consumer.
+    /// listener threads, which would measure the bench instead of the consumer. Empty without
+    /// `--latency`.
     latencies_ms: Vec<AtomicU32>,
     want: u64,
     done: (Mutex<Option<Instant>>, Condvar),
@@ -84,13 +92,15 @@ struct Tally {
 
 impl Tally {
     fn see(&self, msgs: &[MessageExt]) {
-        let now = now_ms();
         // One counter gives both this call's latency slots and the total.
         let first = self.count.fetch_add(msgs.len() as u64, Ordering::Relaxed) as usize;
-        for (slot, m) in self.latencies_ms.iter().skip(first).zip(msgs) {
-            let ms = u32::try_from((now - m.born_timestamp).max(0)).unwrap_or(u32::MAX);
-            // Stored +1 so an empty slot (0) is told apart.
-            slot.store(ms.saturating_add(1), Ordering::Relaxed);
+        if first < self.latencies_ms.len() {
+            let now = now_ms();
+            for (slot, m) in self.latencies_ms.iter().skip(first).zip(msgs) {
+                let ms = u32::try_from((now - m.born_timestamp).max(0)).unwrap_or(u32::MAX);
+                // Stored +1 so an empty slot (0) is told apart.
+                slot.store(ms.saturating_add(1), Ordering::Relaxed);
+            }
         }
         let bytes: u64 = msgs.iter().map(|m| m.body.len() as u64).sum();
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -139,7 +149,9 @@ pub(crate) fn run(o: Opts) -> Outcome {
     let tally = Arc::new(Tally {
         count: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
-        latencies_ms: (0..o.count.min(10_000_000)).map(|_| AtomicU32::new(0)).collect(),
+        latencies_ms: (0..if o.latency { o.count.min(10_000_000) } else { 0 })
+            .map(|_| AtomicU32::new(0))
+            .collect(),
         want: o.count,
         done: (Mutex::new(None), Condvar::new()),
     });
@@ -269,8 +281,9 @@ fn report(o: &Opts, t: &Tally, took: Duration, (cpu, rss_kib, switches): (f64, u
     let (p50, p99) = (pct(0.5), pct(0.99));
     let adapter = format!("{:?}", o.adapter).to_lowercase();
     if o.json {
+        let latency = if o.latency { format!(",\"p50_ms\":{p50},\"p99_ms\":{p99}") } else { String::new() };
         out!(
-            "{{\"client\":\"{adapter}\",\"count\":{n},\"ms\":{},\"msg_per_s\":{:.0},\"mb_per_s\":{:.2},\"cpu_s\":{cpu:.2},\"cpu_s_per_million\":{:.2},\"peak_rss_kib\":{rss_kib},\"context_switches\":{switches},\"p50_ms\":{p50},\"p99_ms\":{p99}}}",
+            "{{\"client\":\"{adapter}\",\"count\":{n},\"ms\":{},\"msg_per_s\":{:.0},\"mb_per_s\":{:.2},\"cpu_s\":{cpu:.2},\"cpu_s_per_million\":{:.2},\"peak_rss_kib\":{rss_kib},\"context_switches\":{switches}{latency}}}",
             took.as_millis(),
             n as f64 / secs,
             bytes as f64 / secs / 1e6,
@@ -282,8 +295,13 @@ fn report(o: &Opts, t: &Tally, took: Duration, (cpu, rss_kib, switches): (f64, u
             n as f64 / secs,
             bytes as f64 / secs / 1e6
         );
+        let latency = if o.latency {
+            format!("latency p50 {p50} ms p99 {p99} ms")
+        } else {
+            "latency not recorded".to_owned()
+        };
         out!(
-            "CPU {cpu:.2} s ({:.2} s per million), peak RSS {} MiB, {switches} context switches, latency p50 {p50} ms p99 {p99} ms",
+            "CPU {cpu:.2} s ({:.2} s per million), peak RSS {} MiB, {switches} context switches, {latency}",
             cpu * 1e6 / n.max(1) as f64,
             rss_kib / 1024
         );

@@ -1,10 +1,10 @@
 // The Go side of scripts/bench-clients.sh: rocketmq-client-go v2's push consumer with its
 // defaults (concurrent, ConsumeMessageBatchMaxSize 1, PullBatchSize 32) consumes COUNT messages of
-// TOPIC as a new GROUP from the first offset, with a listener that only counts and records each
-// message's born-to-listener latency. Prints one JSON line: the count, the milliseconds from
-// start to the last message, and the latency p50/p99 in ms.
+// TOPIC as a new GROUP from the first offset, with a listener that only counts (and with
+// "latency" records each message's born-to-listener latency). Prints one JSON line: the count,
+// the milliseconds from start to the last message, and with "latency" the latency p50/p99 in ms.
 //
-//	consume_bench NAMESRV TOPIC GROUP COUNT
+//	consume_bench NAMESRV TOPIC GROUP COUNT [latency]
 package main
 
 import (
@@ -24,10 +24,11 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: consume_bench NAMESRV TOPIC GROUP COUNT")
+	if len(os.Args) != 5 && !(len(os.Args) == 6 && os.Args[5] == "latency") {
+		fmt.Fprintln(os.Stderr, "usage: consume_bench NAMESRV TOPIC GROUP COUNT [latency]")
 		os.Exit(2)
 	}
+	latency := len(os.Args) == 6
 	ns, topic, group := os.Args[1], os.Args[2], os.Args[3]
 	count, err := strconv.ParseInt(os.Args[4], 10, 64)
 	if err != nil {
@@ -36,8 +37,13 @@ func main() {
 	}
 	rlog.SetLogLevel("error")
 	var seen int64
-	// One slot per message, no lock shared by the listener goroutines (as the Rust bench).
-	latencies := make([]int64, count)
+	// One slot per message, no lock shared by the listener goroutines (as the Rust bench); none
+	// without "latency", where the listener only counts.
+	slots := int64(0)
+	if latency {
+		slots = count
+	}
+	latencies := make([]int64, slots)
 	done := make(chan struct{})
 	var once sync.Once
 	started := time.Now()
@@ -51,12 +57,14 @@ func main() {
 		os.Exit(1)
 	}
 	err = c.Subscribe(topic, consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		now := time.Now().UnixMilli()
 		n := int64(len(msgs))
 		first := atomic.AddInt64(&seen, n) - n
-		for i, m := range msgs {
-			if first+int64(i) < count {
-				latencies[first+int64(i)] = now - m.BornTimestamp + 1
+		if first < slots {
+			now := time.Now().UnixMilli()
+			for i, m := range msgs {
+				if first+int64(i) < slots {
+					latencies[first+int64(i)] = now - m.BornTimestamp + 1
+				}
 			}
 		}
 		if first+n >= count {
@@ -94,6 +102,10 @@ func main() {
 		}
 		return latencies[int(q*float64(len(latencies)-1))]
 	}
-	fmt.Printf("{\"client\":\"go\",\"count\":%d,\"ms\":%d,\"p50_ms\":%d,\"p99_ms\":%d}\n", atomic.LoadInt64(&seen), ms, p(0.5), p(0.99))
+	lat := ""
+	if latency {
+		lat = fmt.Sprintf(",\"p50_ms\":%d,\"p99_ms\":%d", p(0.5), p(0.99))
+	}
+	fmt.Printf("{\"client\":\"go\",\"count\":%d,\"ms\":%d%s}\n", atomic.LoadInt64(&seen), ms, lat)
 	os.Exit(0)
 }
