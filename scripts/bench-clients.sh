@@ -62,7 +62,7 @@ read -r -a clients <<<"${CLIENTS:-$default_clients}"
 mkdir -p "$OUT/logs"
 
 # Sets `cmd` to the command that consumes COUNT messages of TOPIC as GROUP and prints one JSON line
-# with "ms" (and, with LATENCY=latency, "p50_ms"/"p99_ms": the listener then reads the clock on
+# with "ms" (and, given "latency", "p50_ms"/"p99_ms": the listener then reads the clock on
 # every call; without, every client's listener only counts).
 client_cmd() { # CLIENT TOPIC GROUP COUNT [latency]
   local client=$1 topic=$2 group=$3 count=$4 latency=${5:-}
