@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  connect task ─Connected/ConnectFailed─┐
-//!  reader task ──Received/Closed─────────┤                            ┌─▶ writer task ─▶ socket
+//!  reader task ──Received/Closed─────────┤                            ┌─▶ socket (what it takes at once), else writer task ─▶ socket
 //!  PushConsumer ─Command─────────────────┼─▶ inbox ─▶ owner (Driver) ─┼─▶ connect task
 //!  Deliveries ───Consumed────────────────┘   timer: poll_timeout      ├─▶ async listener, polled in place
 //!                                               ▲                     └─▶ listener threads (blocking)
