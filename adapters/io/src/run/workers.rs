@@ -129,6 +129,10 @@ impl Workers {
     /// start is always reported before its result).
     pub(super) fn take_done(&mut self, started: &mut Vec<(BatchId, Instant)>, done: &mut Vec<Finished>) {
         let mut s = lock(&self.shared.state);
+        // The owner is awake: no thread need wake it until it waits again (`ready_or_register`
+        // registers anew, and sees results left meanwhile under the same lock). A stale waker
+        // woke a busy owner for nothing, a system call and often a context switch each.
+        s.owner = None;
         started.append(&mut s.started);
         if !s.done.is_empty() {
             done.append(&mut s.done);
