@@ -18,7 +18,7 @@ pub(crate) struct Direct {
 }
 
 /// The writer task's end of the count.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Queued(Arc<AtomicUsize>);
 
 impl Queued {
@@ -49,7 +49,7 @@ impl Direct {
     #[cfg(unix)]
     fn send_now(&self, bytes: &[u8]) -> usize {
         use rustix::net::SendFlags;
-        // DONTWAIT whatever the socket's own mode (the blocking adapter's are blocking);
+        // DONTWAIT whatever mode the runtime set on the socket (never wait here);
         // NOSIGNAL: a closed peer is an error for the writer task to report, not a SIGPIPE.
         rustix::net::send(&self.fd, bytes, SendFlags::DONTWAIT | SendFlags::NOSIGNAL).unwrap_or(0)
     }

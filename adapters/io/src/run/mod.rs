@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  connect task ─Connected/ConnectFailed─┐
-//!  reader task ──Received/Closed─────────┤                            ┌─▶ socket (what it takes at once), else writer task ─▶ socket
+//!  reader task ──Received/Closed─────────┤                            ┌─▶ socket, or writer task ─▶ socket
 //!  PushConsumer ─Command─────────────────┼─▶ inbox ─▶ owner (Driver) ─┼─▶ connect task
 //!  Deliveries ───Consumed────────────────┘   timer: poll_timeout      ├─▶ async listener, polled in place
 //!                                               ▲                     └─▶ listener threads (blocking)
@@ -13,9 +13,9 @@
 //! [`DriverOutput`](rocketmq_push_core::DriverOutput) in one exhaustive `match`, then waits for
 //! the next message, listener result or deadline and feeds it in (with whatever else is queued).
 //! Each connection has a reader and a writer task; what one pass writes to a link goes out as
-//! one buffer, by the owner itself while the socket takes it at once, else by the link's writer. Async listeners are polled by the owner task
-//! itself; blocking ones run on threads that take queued batches without waking the owner per
-//! message. The tasks talk over [`async_channel`]s, which need no particular executor.
+//! one buffer, by the owner itself while the socket takes it at once, else by the link's writer.
+//! Async listeners are polled by the owner task itself; blocking ones run on threads that take
+//! queued batches without waking the owner per message. The tasks talk over [`async_channel`]s, which need no particular executor.
 //!
 //! A runtime supplies only spawning, a timer, and TCP: [`Runtime`]. tokio, async-std and smol
 //! implement it with their own calls; the blocking adapter implements it with one thread per task
