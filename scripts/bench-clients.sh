@@ -87,6 +87,8 @@ client_cmd() { # CLIENT TOPIC GROUP COUNT [latency]
   base-*)
     [[ -x ${BASE_RMQCAT:-} ]] || { echo "$client needs BASE_RMQCAT (an earlier build's rmqcat)" >&2; exit 2; }
     local base=${client#base-}
+    # A build from before --latency records latency always and knows no flag.
+    "$BASE_RMQCAT" bench --help | grep -q -- --latency || flag=()
     cmd=("$BASE_RMQCAT" bench -n "$NAMESRV_ADDR" -t "$topic" -g "$group" -c "$count" --adapter "${base%-pop}" --json "${flag[@]}")
     ;;
   *)
