@@ -18,7 +18,7 @@ use rocketmq_push_core::protocol::body::{
 };
 use rocketmq_push_core::protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
-    PopMessageRequestHeader, PopMessageResponseHeader,
+    GetMaxOffsetRequestHeader, OffsetResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
 use rocketmq_push_core::protocol::receipt::{POP_ORDER_REVIVE_QUEUE, PopReceipt, RetryFlag, attach_receipts};
 use rocketmq_push_core::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -94,12 +94,36 @@ impl PopGroup {
         b.call(RemotingCommand::request(RequestCode::SetMessageRequestMode).with_body(body.encode()), T)
     }
 
-    /// Sends `bodies` to queue `queue_id % queues` in turn.
+    /// Sends `bodies` to queue `queue_id % queues` in turn, and returns once the broker's consume
+    /// queues hold them all: a stored message reaches its consume queue a moment later, and a
+    /// pop in between returns only part of what was sent (an orderly one then locks the queue
+    /// on that part).
     fn produce(&self, b: &mut Conn, bodies: impl IntoIterator<Item = String>, queues: i32) {
+        let mut want: Vec<i64> = (0..queues).map(|q| self.max_offset(b, q)).collect();
         for (i, body) in bodies.into_iter().enumerate() {
             let q = MessageQueue::new(self.topic.as_str(), self.broker_name.as_str(), i as i32 % queues);
             send(b, &Message::new(self.topic.as_str(), body.into_bytes()), &q, false);
+            want[i % queues as usize] += 1;
         }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for (q, want) in (0..queues).zip(want) {
+            while self.max_offset(b, q) < want {
+                assert!(Instant::now() < deadline, "queue {q} never reached offset {want}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// The next offset of the consume queue `queue_id` (0 while it has none).
+    fn max_offset(&self, b: &mut Conn, queue_id: i32) -> i64 {
+        let header = GetMaxOffsetRequestHeader {
+            topic: self.topic.clone(),
+            queue_id,
+            committed: Some(true),
+            bname: Some(self.broker_name.clone()),
+        };
+        let r = b.call(RemotingCommand::request(RequestCode::GetMaxOffset).with_header(&header), T);
+        r.header::<OffsetResponseHeader>().map_or(0, |h| h.offset)
     }
 
     fn pop_header(&self, p: Pop) -> PopMessageRequestHeader {
