@@ -101,11 +101,12 @@
 //!   batch is an error and changes nothing; results for released queues are discarded. At most
 //!   `consumeThreadMin` concurrent batches are with user code at once; the rest wait in the core,
 //!   so a batch's consume timeout runs from the listener's start. An adapter that queues batches
-//!   for its own threads ([`Consumer::report_starts`]) gets them all at once instead, reports
+//!   itself ([`Consumer::report_starts`]; ours all do) gets them all at once instead, reports
 //!   each start ([`Driver::started`]), and is told to drop those not started when their queue
 //!   goes away or the shutdown deadline passes ([`DriverOutput::Withdraw`]): the timeout still
-//!   runs from the start, and a withdrawn batch never reaches user code. A shutdown lets queued
-//!   batches run until that deadline, as it lets running ones finish.
+//!   runs from the start, and a withdrawn batch never reaches user code. A call that answered
+//!   before its start was reported needs no report (it can no longer time out). A shutdown lets
+//!   queued batches run until that deadline, as it lets running ones finish.
 //! - **Dead links do not hold the consumer**: a request that times out with nothing heard from
 //!   its peer since it was sent closes the link; a link stuck inside a frame for 30 s is closed;
 //!   both are reopened with back-off and named in [`Event::ConnectionLost`].

@@ -104,7 +104,8 @@ impl Hooks {
 
     /// User code started on `batch` at `at`.
     pub(crate) fn started(&mut self, batch: BatchId, at: Instant) {
-        let Some(o) = self.open.get_mut(&batch) else { return };
+        // Once: an async call is told here as it starts, and again in its start report.
+        let Some(o) = self.open.get_mut(&batch).filter(|o| o.started.is_none()) else { return };
         o.started = Some(at);
         let ctx =
             HookContext { group: &self.group, queue: &o.queue, batch, kind: o.kind, messages: &o.messages };

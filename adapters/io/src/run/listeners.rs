@@ -1,15 +1,18 @@
 //! Listener calls. An async listener's future is polled by the owner task itself: each sits in a
 //! slot and is polled at once when the batch is handed out (a listener that answers without
-//! waiting costs no task, no channel and no wake-up), and again when its own waker fires. At most
-//! `consumeThreadMin` concurrent batches are out at a time (the core holds the rest), so the
-//! slots stay few. Blocking listeners run on at most `consumeThreadMin` [`Workers`] threads;
-//! there the core hands out every batch at once, the threads queue them, and their starts are
-//! reported back ([`Listeners::reports_starts`]). A panic counts as RECONSUME_LATER and is
-//! reported.
+//! waiting costs no task, no channel and no wake-up), and again when its own waker fires.
+//! Blocking listeners run on at most `consumeThreadMin` [`Workers`] threads.
+//!
+//! Both report starts ([`Listeners::reports_starts`]): the core hands out every batch at once,
+//! and at most `consumeThreadMin` calls are in progress here, the rest queued in order. An async
+//! call that answers before its first poll ends needs no start report at all (it can no longer
+//! time out); one that waits reports its start, from which its consume timeout counts. A panic
+//! counts as RECONSUME_LATER and is reported.
 //!
 //! An async listener runs on the consumer's task: one that computes for long holds the consumer
 //! up. Spawn such work (and await its handle), or use a blocking listener.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -23,6 +26,7 @@ use rocketmq_push_core::{Batch, BatchId, ConsumeContext};
 use super::msg::{Finished, Msg, Started};
 use super::stream::Delivery;
 use super::workers::{Workers, WorkersRef};
+use crate::hook::Hooks;
 use crate::{AsyncListener, CallSlot, SyncListener, settled};
 
 /// How user code runs.
@@ -91,6 +95,10 @@ pub(super) struct Listeners {
     withdrawn: Vec<BatchId>,
     /// Batches for the threads, until the pass's [`hand_over`](Self::hand_over).
     queued: Vec<Batch>,
+    /// Async batches waiting for one of the `limit` calls in progress to end, in order.
+    waiting: VecDeque<Batch>,
+    /// `consumeThreadMin`: the most async calls in progress at once.
+    limit: usize,
 }
 
 impl Listeners {
@@ -111,27 +119,42 @@ impl Listeners {
             woken: Arc::default(),
             withdrawn: Vec::new(),
             queued: Vec::new(),
+            waiting: VecDeque::new(),
+            limit: threads.max(1),
         }
     }
 
-    /// True if batches queue here and their starts are reported (blocking listeners): the
-    /// driver must be told with `Driver::report_starts` before it runs.
+    /// True if batches queue here and their starts are reported (async and blocking
+    /// listeners): the driver must be told with `Driver::report_starts` before it runs.
     pub(super) fn reports_starts(&self) -> bool {
-        self.workers.is_some()
+        !matches!(self.listener, Listener::Stream(_))
     }
 
     /// The core takes `batch` back: drop it if it has not started.
     pub(super) fn withdraw(&mut self, batch: BatchId) {
-        if self.workers.is_some() {
+        if self.reports_starts() {
             self.withdrawn.push(batch);
         }
     }
 
-    /// Start user code on `batch`; what finishes at once goes to `done`.
-    pub(super) fn consume(&mut self, batch: Batch, done: &mut Vec<Finished>) {
+    /// Start user code on `batch` now, or queue it behind the calls in progress. Hooks are told
+    /// before the call; a call that waits goes to `started`, one that ended to `done`.
+    pub(super) fn consume(
+        &mut self,
+        batch: Batch,
+        now: Instant,
+        hooks: &mut Hooks,
+        started: &mut Vec<Started>,
+        done: &mut Vec<Finished>,
+    ) {
         let id = batch.id;
         match &self.listener {
-            Listener::Async(_) => {}
+            Listener::Async(_) => {
+                if !self.waiting.is_empty() || self.in_progress() >= self.limit {
+                    self.waiting.push_back(batch);
+                    return;
+                }
+            }
             Listener::Sync(_) => {
                 // To the threads with the rest of this pass's (`hand_over`).
                 self.queued.push(batch);
@@ -145,20 +168,66 @@ impl Listeners {
                 return;
             }
         }
+        self.start(batch, now, hooks, started, done);
+    }
+
+    /// Async calls in progress (their slots are taken).
+    fn in_progress(&self) -> usize {
+        self.calls.len() - self.free.len()
+    }
+
+    /// Run an async listener on `batch`: first poll now.
+    fn start(
+        &mut self,
+        batch: Batch,
+        now: Instant,
+        hooks: &mut Hooks,
+        started: &mut Vec<Started>,
+        done: &mut Vec<Finished>,
+    ) {
+        let id = batch.id;
+        hooks.started(id, now);
         let span = crate::batch_span(&batch);
         let slot = self.free.pop().unwrap_or_else(|| self.grow());
         // The queue moves into the context (no reference counts touched per call).
         let Batch { queue, messages, kind, .. } = batch;
         let ctx = ConsumeContext::new(queue, kind);
-        let started = {
+        let ready = {
             let _in = span.enter();
             catch_unwind(AssertUnwindSafe(|| self.slots[slot].as_mut().start(messages, ctx)))
         };
         self.calls[slot] = Some(Call { batch: id, span });
-        match started {
-            Ok(()) => self.poll_slot(slot, done),
+        match ready {
+            Ok(()) => {
+                self.poll_slot(slot, done);
+                if self.calls[slot].is_some() {
+                    // It waits: from now on it can time out.
+                    started.push((id, now));
+                }
+            }
             // The listener panicked before it made a future.
             Err(p) => self.end(slot, Err(p), done),
+        }
+    }
+
+    /// Async batches the core took back leave the queue; then queued ones start while calls
+    /// in progress end.
+    fn start_waiting(
+        &mut self,
+        now: Instant,
+        hooks: &mut Hooks,
+        started: &mut Vec<Started>,
+        done: &mut Vec<Finished>,
+    ) {
+        if !self.withdrawn.is_empty() {
+            self.withdrawn.sort_unstable();
+            let gone = &self.withdrawn;
+            self.waiting.retain(|b| gone.binary_search(&b.id).is_err());
+            self.withdrawn.clear();
+        }
+        while self.in_progress() < self.limit {
+            let Some(batch) = self.waiting.pop_front() else { break };
+            self.start(batch, now, hooks, started, done);
         }
     }
 
@@ -173,10 +242,16 @@ impl Listeners {
     }
 
     /// Poll the calls whose wakers fired and take the threads' starts and results; what
-    /// started goes to `started`, what finished to `done`.
-    /// Batches consumed since the last call go to the threads first (so a withdrawal of one of
-    /// them finds it queued there).
-    pub(super) fn poll_woken(&mut self, now: Instant, started: &mut Vec<Started>, done: &mut Vec<Finished>) {
+    /// started goes to `started`, what finished to `done`; async batches queued start as calls
+    /// end. Batches consumed since the last call go to the threads first (so a withdrawal of
+    /// one of them finds it queued there).
+    pub(super) fn poll_woken(
+        &mut self,
+        now: Instant,
+        hooks: &mut Hooks,
+        started: &mut Vec<Started>,
+        done: &mut Vec<Finished>,
+    ) {
         self.hand_over(now);
         if let Some(w) = &mut self.workers {
             if !self.withdrawn.is_empty() {
@@ -196,6 +271,9 @@ impl Listeners {
         };
         for slot in woken {
             self.poll_slot(slot, done);
+        }
+        if matches!(self.listener, Listener::Async(_)) {
+            self.start_waiting(now, hooks, started, done);
         }
     }
 
@@ -287,7 +365,12 @@ mod tests {
 
     /// An async listener whose slots are counted as they are made; queue 1 panics before its
     /// future, queue 2 inside it, queue 3 waits until `go` is set (and its waker fires).
-    fn listeners(made: Arc<AtomicUsize>, go: Arc<Mutex<Option<Waker>>>, open: Arc<AtomicUsize>) -> Listeners {
+    fn listeners(
+        made: Arc<AtomicUsize>,
+        go: Arc<Mutex<Option<Waker>>>,
+        open: Arc<AtomicUsize>,
+        limit: usize,
+    ) -> Listeners {
         let f = crate::async_listener(move |_, ctx: ConsumeContext| {
             assert!(ctx.queue.queue_id != 1, "before the future");
             let (go, open) = (go.clone(), open.clone());
@@ -310,26 +393,27 @@ mod tests {
             made.fetch_add(1, Ordering::SeqCst);
             f()
         });
-        Listeners::new(Listener::Async(counted), async_channel::unbounded().0, 20)
+        Listeners::new(Listener::Async(counted), async_channel::unbounded().0, limit)
     }
 
     #[test]
     fn async_calls_reuse_their_slots_and_a_panic_anywhere_is_reconsume_later() {
         let (made, open) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let go: Arc<Mutex<Option<Waker>>> = Arc::default();
-        let mut l = listeners(made.clone(), go.clone(), open.clone());
-        let mut done = Vec::new();
+        let mut l = listeners(made.clone(), go.clone(), open.clone(), 20);
+        let (mut hooks, now) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
+        let (mut started, mut done) = (Vec::new(), Vec::new());
         for id in 0..100 {
-            l.consume(batch(id, 0), &mut done);
+            l.consume(batch(id, 0), now, &mut hooks, &mut started, &mut done);
         }
         assert_eq!(done.len(), 100);
         assert!(done.iter().all(|d| d.1 == rocketmq_push_core::ConsumeResult::SUCCESS && d.2.is_none()));
         assert_eq!(made.load(Ordering::SeqCst), 1, "one slot for calls that answer at once");
 
         done.clear();
-        l.consume(batch(100, 1), &mut done);
-        l.consume(batch(101, 2), &mut done);
-        l.consume(batch(102, 0), &mut done);
+        l.consume(batch(100, 1), now, &mut hooks, &mut started, &mut done);
+        l.consume(batch(101, 2), now, &mut hooks, &mut started, &mut done);
+        l.consume(batch(102, 0), now, &mut hooks, &mut started, &mut done);
         let why: Vec<_> = done.iter().map(|d| (d.0.0, d.1.status, d.2.clone())).collect();
         assert_eq!(
             why,
@@ -345,20 +429,49 @@ mod tests {
         // A call that waits keeps its slot; the next call takes another, and the waiting one
         // finishes when its waker fires.
         done.clear();
-        l.consume(batch(103, 3), &mut done);
-        l.consume(batch(104, 0), &mut done);
+        l.consume(batch(103, 3), now, &mut hooks, &mut started, &mut done);
+        l.consume(batch(104, 0), now, &mut hooks, &mut started, &mut done);
         assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [104]);
+        // Only the call that waits reports its start (the others can no longer time out).
+        assert_eq!(started, [(BatchId(103), now)]);
         assert_eq!(made.load(Ordering::SeqCst), 4);
         open.store(1, Ordering::SeqCst);
         go.lock().unwrap().take().expect("the waiting call registered its waker").wake();
-        l.poll_woken(Instant::now(), &mut Vec::new(), &mut done);
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
         assert_eq!(
             done.iter().map(|d| (d.0.0, d.1.status)).collect::<Vec<_>>(),
             [(104, ConsumeStatus::Success), (103, ConsumeStatus::Success)]
         );
         // Both slots are free again: nothing new is made for two more calls.
-        l.consume(batch(105, 0), &mut done);
-        l.consume(batch(106, 0), &mut done);
+        l.consume(batch(105, 0), now, &mut hooks, &mut started, &mut done);
+        l.consume(batch(106, 0), now, &mut hooks, &mut started, &mut done);
         assert_eq!((done.len(), made.load(Ordering::SeqCst)), (4, 4));
+    }
+
+    #[test]
+    fn async_calls_past_the_limit_wait_in_order_and_a_withdrawn_one_never_starts() {
+        let (made, open) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let go: Arc<Mutex<Option<Waker>>> = Arc::default();
+        let mut l = listeners(made, go.clone(), open.clone(), 1);
+        let (mut hooks, t0) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
+        let (mut started, mut done) = (Vec::new(), Vec::new());
+        // One call in progress at most: 1 waits, 2 to 4 queue behind it (even 2, which would
+        // answer at once), and 3 is taken back.
+        l.consume(batch(1, 3), t0, &mut hooks, &mut started, &mut done);
+        for id in 2..=4 {
+            l.consume(batch(id, 0), t0, &mut hooks, &mut started, &mut done);
+        }
+        l.withdraw(BatchId(3));
+        assert_eq!((started.clone(), done.len()), (vec![(BatchId(1), t0)], 0));
+        // Nothing woke: nothing moves.
+        let t1 = t0 + std::time::Duration::from_millis(5);
+        l.poll_woken(t1, &mut hooks, &mut started, &mut done);
+        assert!(done.is_empty());
+        open.store(1, Ordering::SeqCst);
+        go.lock().unwrap().take().expect("the waiting call registered its waker").wake();
+        l.poll_woken(t1, &mut hooks, &mut started, &mut done);
+        assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [1, 2, 4]);
+        assert_eq!(started, [(BatchId(1), t0)], "2 and 4 answered at once, 3 never ran");
+        assert!(l.waiting.is_empty() && l.withdrawn.is_empty());
     }
 }

@@ -100,7 +100,7 @@ pub(super) async fn run<R: Runtime>(
                 match h {
                     Handout::Consume(batch) => {
                         p.hooks.handed(&batch, now, listeners.reports_starts());
-                        listeners.consume(batch, &mut finished)
+                        listeners.consume(batch, now, &mut p.hooks, &mut started, &mut finished)
                     }
                     Handout::Withdraw(batch) => {
                         p.hooks.withdrawn(batch);
@@ -108,7 +108,7 @@ pub(super) async fn run<R: Runtime>(
                     }
                 }
             }
-            listeners.poll_woken(now, &mut started, &mut finished);
+            listeners.poll_woken(now, &mut p.hooks, &mut started, &mut finished);
             for (batch, at) in started.drain(..) {
                 p.hooks.started(batch, at);
                 p.driver.started(batch, at, now);
