@@ -60,7 +60,7 @@ fn plan(seed: u64) -> Plan {
     let poison = extra.below(4) == 0;
     // Listener slots: batches wait for one in the core, their consume timeout not yet running.
     let slots = [2, 4, 20][extra.below(3) as usize];
-    // Half the seeds run as the blocking-listener adapters do: every batch out at once, queued
+    // Half the seeds run as the adapters do: every batch out at once, queued
     // and started by the adapter (a stream of its own: earlier plans stay as they were).
     let adapter_queue = SimRng::new(seed ^ 0x5747_a475).below(2) == 0;
     // A quarter of the seeds with a backed-up pull pool: pulls (and their piggy-backed commits)

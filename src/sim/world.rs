@@ -255,7 +255,7 @@ impl SimBuilder {
         self
     }
 
-    /// Run the consumers as the adapters with blocking listeners do: the driver reports starts
+    /// Run the consumers as the adapters do: the driver reports starts
     /// ([`Driver::report_starts`]), every concurrent batch comes out at once, and the sim queues
     /// them itself, starting each as one of `consumeThreadMin` slots frees.
     pub fn adapter_queue(mut self, on: bool) -> Self {
@@ -951,7 +951,8 @@ impl Sim {
 
     fn dispatch(&mut self, i: usize, batch: Batch) {
         if !self.adapter_queue || batch.kind != crate::BatchKind::Concurrent {
-            return self.run_listener(i, batch);
+            self.run_listener(i, batch);
+            return;
         }
         let c = &mut self.consumers[i];
         assert!(
@@ -964,7 +965,8 @@ impl Sim {
         self.start_queued(i);
     }
 
-    /// Start queued batches while slots are free, reporting each start.
+    /// Start queued batches while slots are free. As in the adapters, a call that takes time
+    /// reports its start, and one that answers at once is answered on the spot, unreported.
     fn start_queued(&mut self, i: usize) {
         loop {
             let c = &mut self.consumers[i];
@@ -973,15 +975,22 @@ impl Sim {
                 return;
             }
             let Some(batch) = c.queued.pop_front() else { return };
-            let now = self.now;
+            let (id, now, seed) = (batch.id, self.now, self.seed);
+            let Some(result) = self.run_listener(i, batch) else { continue };
+            let c = &mut self.consumers[i];
+            c.outstanding.remove(&id);
             if let Some(d) = c.driver.as_mut() {
-                d.started(batch.id, now, now);
+                if let Err(e) = d.consumed(id, result, now) {
+                    panic!("seed {seed}: consumer {i} refused the result of {id}, answered at once: {e}");
+                }
             }
-            self.run_listener(i, batch);
         }
     }
 
-    fn run_listener(&mut self, i: usize, batch: Batch) {
+    /// Run the listener on `batch`: its result comes when the call ends, or, with an adapter
+    /// queue, is returned for a call that answers at once (after its start is reported for
+    /// one that takes time).
+    fn run_listener(&mut self, i: usize, batch: Batch) -> Option<ConsumeResult> {
         let c = &mut self.consumers[i];
         assert!(
             c.outstanding.insert(batch.id, batch.kind).is_none(),
@@ -1028,12 +1037,22 @@ impl Sim {
                 self.consumed.push(rec);
             }
         }
+        if self.adapter_queue && batch.kind == crate::BatchKind::Concurrent {
+            if verdict.took.is_zero() {
+                return Some(verdict.result);
+            }
+            let now = self.now;
+            if let Some(d) = self.consumers[i].driver.as_mut() {
+                d.started(batch.id, now, now);
+            }
+        }
         let incarnation = self.consumers[i].incarnation;
         let when = self.now + verdict.took;
         self.schedule(
             when,
             Ev::ConsumeDone { consumer: i, incarnation, batch: batch.id, result: verdict.result },
         );
+        None
     }
 
     /// The earliest thing that will happen.
