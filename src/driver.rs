@@ -322,6 +322,17 @@ impl Driver {
         self.consumer.handle(Input::Consumed { batch, result }, now)
     }
 
+    /// Results of several batches at once, as [`consumed`](Self::consumed) for each in order
+    /// (cheaper per result); each refused one goes to `refused`.
+    pub fn consumed_all(
+        &mut self,
+        results: impl IntoIterator<Item = (BatchId, ConsumeResult)>,
+        now: Instant,
+        refused: impl FnMut(BatchId, UsageError),
+    ) {
+        self.consumer.handle_consumed(results, now, refused);
+    }
+
     /// An application command.
     pub fn command(&mut self, cmd: Command, now: Instant) -> Result<(), UsageError> {
         self.consumer.handle(Input::Command(cmd), now)

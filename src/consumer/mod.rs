@@ -321,6 +321,28 @@ impl Consumer {
         self.starts_reported = true;
     }
 
+    /// Several results at once, as [`Input::Consumed`] each, in order: the clock and the
+    /// shutdown progress are looked at once for all of them. A refused result (an unknown
+    /// batch, or the consumer terminated) goes to `refused` and changes nothing.
+    pub fn handle_consumed(
+        &mut self,
+        results: impl IntoIterator<Item = (BatchId, crate::event::ConsumeResult)>,
+        now: Instant,
+        mut refused: impl FnMut(BatchId, UsageError),
+    ) {
+        if self.state == RunState::Terminated {
+            results.into_iter().for_each(|(batch, _)| refused(batch, UsageError::Terminated));
+            return;
+        }
+        self.advance_clock(now);
+        for (batch, result) in results {
+            if let Err(e) = self.on_consumed(batch, result) {
+                refused(batch, e);
+            }
+        }
+        self.check_shutdown();
+    }
+
     /// Fire every timer due at `now`. Early or repeated calls are harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.state == RunState::Terminated {

@@ -189,6 +189,9 @@ pub(super) struct SimConsumer {
     slots: usize,
     /// With [`SimBuilder::adapter_queue`]: concurrent batches handed out and not started yet.
     queued: VecDeque<Batch>,
+    /// With [`SimBuilder::adapter_queue`]: results of calls that answered at once, fed together
+    /// once the outputs are drained (as the adapters feed a pass's results).
+    answered: Vec<(BatchId, ConsumeResult)>,
     local_offsets: Vec<(MessageQueue, i64)>,
     transcript: Vec<String>,
     events: Vec<Event>,
@@ -440,6 +443,7 @@ impl Sim {
             outstanding: BTreeMap::new(),
             slots: 0,
             queued: VecDeque::new(),
+            answered: Vec::new(),
             local_offsets: Vec::new(),
             transcript: Vec::new(),
             events: Vec::new(),
@@ -470,6 +474,7 @@ impl Sim {
         c.driver = Some(driver);
         c.outstanding.clear();
         c.queued.clear();
+        c.answered.clear();
         c.links.clear();
         self.drain_consumer(i);
     }
@@ -666,6 +671,7 @@ impl Sim {
         }
         c.outstanding.clear();
         c.queued.clear();
+        c.answered.clear();
         self.checker.consumer_gone(i);
         let conns: Vec<ConnId> = std::mem::take(&mut c.links).into_values().collect();
         for conn in conns {
@@ -900,7 +906,13 @@ impl Sim {
         loop {
             let now = self.now;
             let Some(out) = self.consumers[i].driver.as_mut().and_then(|d| d.poll_output(now)) else {
-                return;
+                let c = &mut self.consumers[i];
+                let (Some(d), false) = (c.driver.as_mut(), c.answered.is_empty()) else { return };
+                let seed = self.seed;
+                d.consumed_all(c.answered.drain(..), now, |id, e| {
+                    panic!("seed {seed}: consumer {i} refused the result of {id}, answered at once: {e}")
+                });
+                continue;
             };
             if self.trace && !matches!(out, DriverOutput::Write { .. }) {
                 let detail: String = format!("{out:?}").chars().take(600).collect();
@@ -930,6 +942,12 @@ impl Sim {
                 DriverOutput::Consume(batch) => self.dispatch(i, batch),
                 DriverOutput::Withdraw(id) => {
                     let c = &mut self.consumers[i];
+                    if let Some(at) = c.answered.iter().position(|(b, _)| *b == id) {
+                        // Answered at once in this pass: the adapter would feed the result and
+                        // have it refused; nothing changes either way.
+                        c.answered.remove(at);
+                        continue;
+                    }
                     let at = c.queued.iter().position(|b| b.id == id);
                     let Some(at) = at else {
                         panic!(
@@ -966,7 +984,8 @@ impl Sim {
     }
 
     /// Start queued batches while slots are free. As in the adapters, a call that takes time
-    /// reports its start, and one that answers at once is answered on the spot, unreported.
+    /// reports its start, and one that answers at once is never reported started; its result
+    /// is fed with the others of the pass (`drain_consumer`).
     fn start_queued(&mut self, i: usize) {
         loop {
             let c = &mut self.consumers[i];
@@ -975,15 +994,11 @@ impl Sim {
                 return;
             }
             let Some(batch) = c.queued.pop_front() else { return };
-            let (id, now, seed) = (batch.id, self.now, self.seed);
+            let id = batch.id;
             let Some(result) = self.run_listener(i, batch) else { continue };
             let c = &mut self.consumers[i];
             c.outstanding.remove(&id);
-            if let Some(d) = c.driver.as_mut() {
-                if let Err(e) = d.consumed(id, result, now) {
-                    panic!("seed {seed}: consumer {i} refused the result of {id}, answered at once: {e}");
-                }
-            }
+            c.answered.push((id, result));
         }
     }
 

@@ -132,8 +132,26 @@ impl Prepared {
             tracing::error!(%batch, %why, "listener failed: reconsume later");
         }
         if let Err(e) = self.driver.consumed(batch, result, now) {
-            tracing::warn!(%batch, error = %e, "consume result refused");
+            refused(batch, e);
         }
+    }
+
+    /// As [`consumed`](Self::consumed) for each of `finished`, in order, fed to the driver
+    /// together (cheaper per result); `finished` is left empty.
+    pub(crate) fn consumed_all(
+        &mut self,
+        finished: &mut Vec<(BatchId, ConsumeResult, Option<String>)>,
+        now: Instant,
+    ) {
+        // Without hooks, only failures need a look here.
+        let hooks = self.hooks.any();
+        for (batch, result, failed) in finished.iter().filter(|f| hooks || f.2.is_some()) {
+            self.hooks.finished(*batch, result, failed.as_deref(), now);
+            if let Some(why) = failed {
+                tracing::error!(%batch, %why, "listener failed: reconsume later");
+            }
+        }
+        self.driver.consumed_all(finished.drain(..).map(|(batch, result, _)| (batch, result)), now, refused);
     }
 
     /// An application command (suspend, resume, subscribe, shutdown, …); a refusal is logged.
@@ -153,6 +171,11 @@ impl Prepared {
         }
         r
     }
+}
+
+/// A result the driver refused (an unknown batch: answered already, or taken back).
+fn refused(batch: BatchId, e: rocketmq_push_core::UsageError) {
+    tracing::warn!(%batch, error = %e, "consume result refused");
 }
 
 impl ConsumerOptions {

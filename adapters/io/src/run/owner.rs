@@ -116,9 +116,7 @@ pub(super) async fn run<R: Runtime>(
             if finished.is_empty() {
                 break;
             }
-            for (batch, result, failed) in finished.drain(..) {
-                p.consumed(batch, result, failed, now);
-            }
+            p.consumed_all(&mut finished, now);
         }
         let check = listeners.check(now);
         let listeners_ready = listeners.ready();
