@@ -142,6 +142,9 @@ impl Consumer {
             self.outputs.push_back(Output::Consume(Batch { kind: BatchKind::Orderly, ..batch }));
         } else if starts_now {
             self.run_batch(batch);
+        } else if self.starts_reported {
+            // The adapter queues it (see `hand_out`).
+            self.outputs.push_back(Output::Consume(batch));
         } else {
             self.hand_out(batch);
         }

@@ -85,7 +85,14 @@ impl Hooks {
         Self { list, group, open: HashMap::new() }
     }
 
-    /// `batch` goes to the listener; it starts now unless `starts_later` (a thread reports it).
+    /// True if any hook is registered.
+    pub(crate) fn any(&self) -> bool {
+        !self.list.is_empty()
+    }
+
+    /// `batch` goes to the listener; it starts now unless `starts_later` (its start is reported
+    /// later: always where the listener queues batches).
+    #[inline]
     pub(crate) fn handed(&mut self, batch: &Batch, now: Instant, starts_later: bool) {
         if self.list.is_empty() {
             return;
@@ -103,7 +110,11 @@ impl Hooks {
     }
 
     /// User code started on `batch` at `at`.
+    #[inline]
     pub(crate) fn started(&mut self, batch: BatchId, at: Instant) {
+        if self.open.is_empty() {
+            return;
+        }
         // Once: an async call is told here as it starts, and again in its start report.
         let Some(o) = self.open.get_mut(&batch).filter(|o| o.started.is_none()) else { return };
         o.started = Some(at);
@@ -122,6 +133,7 @@ impl Hooks {
     }
 
     /// User code ended on `batch`.
+    #[inline]
     pub(crate) fn finished(
         &mut self,
         batch: BatchId,
