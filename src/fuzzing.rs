@@ -330,8 +330,16 @@ pub fn consumer_frames(data: &[u8]) {
                 if let Some(driver) = sim.driver_mut(c) {
                     let before = driver.consumer().queue_snapshots();
                     let id = BatchId(1_000_000 + u64::from(x));
-                    let r = driver.consumed(id, ConsumeResult::SUCCESS, now);
-                    assert!(r.is_err(), "unknown batch accepted");
+                    if y & 1 == 0 {
+                        let r = driver.consumed(id, ConsumeResult::SUCCESS, now);
+                        assert!(r.is_err(), "unknown batch accepted");
+                    } else {
+                        // The same through the results of a pass, twice over.
+                        let mut refused = 0;
+                        let results = [(id, ConsumeResult::SUCCESS), (id, ConsumeResult::LATER)];
+                        driver.consumed_all(results, now, |_, _| refused += 1);
+                        assert_eq!(refused, 2, "unknown batch accepted");
+                    }
                     assert_eq!(driver.consumer().queue_snapshots(), before, "misuse changed state");
                 }
             }
