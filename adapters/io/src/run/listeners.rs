@@ -4,10 +4,12 @@
 //! Blocking listeners run on at most `consumeThreadMin` [`Workers`] threads.
 //!
 //! Both report starts ([`Listeners::reports_starts`]): the core hands out every batch at once,
-//! and at most `consumeThreadMin` calls are in progress here, the rest queued in order. An async
-//! call that answers before its first poll ends needs no start report at all (it can no longer
-//! time out); one that waits reports its start, from which its consume timeout counts. A panic
-//! counts as RECONSUME_LATER and is reported.
+//! and at most `consumeThreadMin` concurrent calls are in progress here, the rest queued in
+//! order. Queued batches start only once the pass's withdrawals are applied, so a batch the core
+//! takes back never reaches user code. An async call that answers before its first poll ends
+//! needs no start report at all (it can no longer time out); one that waits reports its start,
+//! from which its consume timeout counts. Orderly and direct batches, which the core never takes
+//! back, start as they are handed out. A panic counts as RECONSUME_LATER and is reported.
 //!
 //! An async listener runs on the consumer's task: one that computes for long holds the consumer
 //! up. Spawn such work (and await its handle), or use a blocking listener.
@@ -21,7 +23,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use async_channel::Sender;
-use rocketmq_push_core::{Batch, BatchId, ConsumeContext};
+use rocketmq_push_core::{Batch, BatchId, BatchKind, ConsumeContext};
 
 use super::msg::{Finished, Msg, Started};
 use super::stream::Delivery;
@@ -137,8 +139,9 @@ impl Listeners {
         }
     }
 
-    /// Start user code on `batch` now, or queue it behind the calls in progress. Hooks are told
-    /// before the call; a call that waits goes to `started`, one that ended to `done`.
+    /// Start user code on `batch`, or queue it to start with the rest of the pass (behind the
+    /// calls in progress). Hooks are told before the call; a call that waits goes to `started`,
+    /// one that ended to `done`.
     pub(super) fn consume(
         &mut self,
         batch: Batch,
@@ -149,12 +152,15 @@ impl Listeners {
     ) {
         let id = batch.id;
         match &self.listener {
-            Listener::Async(_) => {
-                if !self.waiting.is_empty() || self.in_progress() >= self.limit {
-                    self.waiting.push_back(batch);
-                    return;
-                }
+            // Concurrent batches start once the pass's withdrawals are known (`poll_woken`): one
+            // the core takes back later in the same pass never reaches user code. Orderly and
+            // direct ones cannot be taken back (the core counts them started): they start now,
+            // as they always did.
+            Listener::Async(_) if batch.kind == BatchKind::Concurrent => {
+                self.waiting.push_back(batch);
+                return;
             }
+            Listener::Async(_) => {}
             Listener::Sync(_) => {
                 // To the threads with the rest of this pass's (`hand_over`).
                 self.queued.push(batch);
@@ -235,6 +241,12 @@ impl Listeners {
     /// taken, not one per batch, while the threads take and answer work under it).
     fn hand_over(&mut self, now: Instant) {
         if let Some(w) = &self.workers {
+            if !self.withdrawn.is_empty() {
+                // Taken back in the pass it came: it never reaches a thread.
+                self.withdrawn.sort_unstable();
+                let gone = &self.withdrawn;
+                self.queued.retain(|b| gone.binary_search(&b.id).is_err());
+            }
             if !self.queued.is_empty() {
                 w.submit(self.queued.drain(..), now);
             }
@@ -406,6 +418,8 @@ mod tests {
         for id in 0..100 {
             l.consume(batch(id, 0), now, &mut hooks, &mut started, &mut done);
         }
+        assert!(done.is_empty(), "concurrent batches start with the rest of the pass");
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
         assert_eq!(done.len(), 100);
         assert!(done.iter().all(|d| d.1 == rocketmq_push_core::ConsumeResult::SUCCESS && d.2.is_none()));
         assert_eq!(made.load(Ordering::SeqCst), 1, "one slot for calls that answer at once");
@@ -414,6 +428,7 @@ mod tests {
         l.consume(batch(100, 1), now, &mut hooks, &mut started, &mut done);
         l.consume(batch(101, 2), now, &mut hooks, &mut started, &mut done);
         l.consume(batch(102, 0), now, &mut hooks, &mut started, &mut done);
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
         let why: Vec<_> = done.iter().map(|d| (d.0.0, d.1.status, d.2.clone())).collect();
         assert_eq!(
             why,
@@ -431,6 +446,7 @@ mod tests {
         done.clear();
         l.consume(batch(103, 3), now, &mut hooks, &mut started, &mut done);
         l.consume(batch(104, 0), now, &mut hooks, &mut started, &mut done);
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
         assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [104]);
         // Only the call that waits reports its start (the others can no longer time out).
         assert_eq!(started, [(BatchId(103), now)]);
@@ -445,7 +461,50 @@ mod tests {
         // Both slots are free again: nothing new is made for two more calls.
         l.consume(batch(105, 0), now, &mut hooks, &mut started, &mut done);
         l.consume(batch(106, 0), now, &mut hooks, &mut started, &mut done);
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
         assert_eq!((done.len(), made.load(Ordering::SeqCst)), (4, 4));
+    }
+
+    #[test]
+    fn a_blocking_batch_taken_back_in_the_pass_it_came_never_reaches_a_thread() {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let r = ran.clone();
+        let f: SyncListener = Arc::new(move |_, ctx: ConsumeContext| {
+            r.lock().unwrap().push(ctx.queue.queue_id);
+            Ok(rocketmq_push_core::ConsumeResult::SUCCESS)
+        });
+        let mut l = Listeners::new(Listener::Sync(f), async_channel::unbounded().0, 4);
+        let (mut hooks, now) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
+        let (mut started, mut done) = (Vec::new(), Vec::new());
+        l.consume(batch(1, 1), now, &mut hooks, &mut started, &mut done);
+        l.consume(batch(2, 2), now, &mut hooks, &mut started, &mut done);
+        l.withdraw(BatchId(1));
+        let limit = Instant::now() + std::time::Duration::from_secs(10);
+        while done.is_empty() && Instant::now() < limit {
+            l.poll_woken(Instant::now(), &mut hooks, &mut started, &mut done);
+            std::thread::yield_now();
+        }
+        assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [2]);
+        assert_eq!(*ran.lock().unwrap(), [2], "the withdrawn batch ran");
+    }
+
+    #[test]
+    fn a_batch_taken_back_in_the_pass_it_came_never_runs_and_orderly_ones_start_at_once() {
+        let (made, open) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let mut l = listeners(made, Arc::default(), open, 20);
+        let (mut hooks, now) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
+        let (mut started, mut done) = (Vec::new(), Vec::new());
+        // Free slots, and still: the core hands 1 and 2 out, then takes 1 back (its queue went
+        // away) in the same pass.
+        l.consume(batch(1, 0), now, &mut hooks, &mut started, &mut done);
+        l.consume(batch(2, 0), now, &mut hooks, &mut started, &mut done);
+        l.withdraw(BatchId(1));
+        let orderly = Batch { kind: BatchKind::Orderly, ..batch(3, 0) };
+        l.consume(orderly, now, &mut hooks, &mut started, &mut done);
+        assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [3], "orderly: at once");
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
+        assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [3, 2], "1 never ran");
+        assert!(started.is_empty());
     }
 
     #[test]
@@ -462,6 +521,7 @@ mod tests {
             l.consume(batch(id, 0), t0, &mut hooks, &mut started, &mut done);
         }
         l.withdraw(BatchId(3));
+        l.poll_woken(t0, &mut hooks, &mut started, &mut done);
         assert_eq!((started.clone(), done.len()), (vec![(BatchId(1), t0)], 0));
         // Nothing woke: nothing moves.
         let t1 = t0 + std::time::Duration::from_millis(5);
