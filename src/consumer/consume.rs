@@ -363,7 +363,10 @@ impl Consumer {
     /// its messages consumed.
     pub(super) fn count_consumed(&mut self, b: &InFlight, ok: usize) {
         let Some(slot) = self.queues.get(b.key).map(|q| q.stats_slot) else { return };
-        let rt = self.now_ms.wrapping_sub(b.since_ms) as u64;
+        // Where starts are reported, a batch answered without one answered at once: its wait in
+        // the adapter's queue is not consumption time.
+        let at_once = self.starts_reported && !b.started;
+        let rt = if at_once { 0 } else { self.now_ms.wrapping_sub(b.since_ms) as u64 };
         let failed = b.offsets.len().saturating_sub(ok);
         if let Some(w) = self.windows.at(slot) {
             w.consume_rt.add(rt, 1);
