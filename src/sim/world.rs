@@ -190,7 +190,7 @@ pub(super) struct SimConsumer {
     /// With [`SimBuilder::adapter_queue`]: concurrent batches handed out and not started yet.
     queued: VecDeque<Batch>,
     /// With [`SimBuilder::adapter_queue`]: results of calls that answered at once, fed together
-    /// once the outputs are drained (as the adapters feed a pass's results).
+    /// at the end of the pass (as the adapters feed a pass's results).
     answered: Vec<(BatchId, ConsumeResult)>,
     local_offsets: Vec<(MessageQueue, i64)>,
     transcript: Vec<String>,
@@ -906,6 +906,9 @@ impl Sim {
         loop {
             let now = self.now;
             let Some(out) = self.consumers[i].driver.as_mut().and_then(|d| d.poll_output(now)) else {
+                // The end of the adapter's pass: queued batches start (after the pass's
+                // withdrawals), and those that answered at once are answered together.
+                self.start_queued(i);
                 let c = &mut self.consumers[i];
                 let (Some(d), false) = (c.driver.as_mut(), c.answered.is_empty()) else { return };
                 let seed = self.seed;
@@ -942,12 +945,6 @@ impl Sim {
                 DriverOutput::Consume(batch) => self.dispatch(i, batch),
                 DriverOutput::Withdraw(id) => {
                     let c = &mut self.consumers[i];
-                    if let Some(at) = c.answered.iter().position(|(b, _)| *b == id) {
-                        // Answered at once in this pass: the adapter would feed the result and
-                        // have it refused; nothing changes either way.
-                        c.answered.remove(at);
-                        continue;
-                    }
                     let at = c.queued.iter().position(|b| b.id == id);
                     let Some(at) = at else {
                         panic!(
@@ -979,8 +976,8 @@ impl Sim {
             self.seed,
             batch.id
         );
+        // Started when the pass's outputs are drained (`drain_consumer`), as the adapters do.
         c.queued.push_back(batch);
-        self.start_queued(i);
     }
 
     /// Start queued batches while slots are free. As in the adapters, a call that takes time
