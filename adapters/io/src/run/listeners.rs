@@ -93,11 +93,11 @@ pub(super) struct Listeners {
     wakers: Vec<Waker>,
     free: Vec<usize>,
     woken: Arc<Mutex<Woken>>,
-    /// Batches withdrawn by the core since the last [`poll_woken`](Self::poll_woken), in order.
+    /// Batches withdrawn by the core since the last [`poll_woken`](Self::poll_woken).
     withdrawn: Vec<BatchId>,
-    /// Batches for the threads, until the pass's [`hand_over`](Self::hand_over).
-    queued: Vec<Batch>,
-    /// Async batches waiting for one of the `limit` calls in progress to end, in order.
+    /// Batches handed out and not started, in order: blocking ones until the pass's
+    /// [`hand_over`](Self::hand_over) to the threads, async ones until one of the `limit` calls
+    /// in progress ends.
     waiting: VecDeque<Batch>,
     /// `consumeThreadMin`: the most async calls in progress at once.
     limit: usize,
@@ -120,7 +120,6 @@ impl Listeners {
             free: Vec::new(),
             woken: Arc::default(),
             withdrawn: Vec::new(),
-            queued: Vec::new(),
             waiting: VecDeque::new(),
             limit: threads.max(1),
         }
@@ -156,14 +155,10 @@ impl Listeners {
             // the core takes back later in the same pass never reaches user code. Orderly and
             // direct ones cannot be taken back (the core counts them started): they start now,
             // as they always did.
-            Listener::Async(_) if batch.kind == BatchKind::Concurrent => {
+            Listener::Async(_) if batch.kind != BatchKind::Concurrent => {}
+            // Blocking ones go to the threads with the rest of the pass's (`hand_over`).
+            Listener::Async(_) | Listener::Sync(_) => {
                 self.waiting.push_back(batch);
-                return;
-            }
-            Listener::Async(_) => {}
-            Listener::Sync(_) => {
-                // To the threads with the rest of this pass's (`hand_over`).
-                self.queued.push(batch);
                 return;
             }
             Listener::Stream(tx) => {
@@ -216,8 +211,7 @@ impl Listeners {
         }
     }
 
-    /// Async batches the core took back leave the queue; then queued ones start while calls
-    /// in progress end.
+    /// Queued async batches start while calls in progress end.
     fn start_waiting(
         &mut self,
         now: Instant,
@@ -225,12 +219,6 @@ impl Listeners {
         started: &mut Vec<Started>,
         done: &mut Vec<Finished>,
     ) {
-        if !self.withdrawn.is_empty() {
-            self.withdrawn.sort_unstable();
-            let gone = &self.withdrawn;
-            self.waiting.retain(|b| gone.binary_search(&b.id).is_err());
-            self.withdrawn.clear();
-        }
         while self.in_progress() < self.limit {
             let Some(batch) = self.waiting.pop_front() else { break };
             self.start(batch, now, hooks, started, done);
@@ -241,14 +229,8 @@ impl Listeners {
     /// taken, not one per batch, while the threads take and answer work under it).
     fn hand_over(&mut self, now: Instant) {
         if let Some(w) = &self.workers {
-            if !self.withdrawn.is_empty() {
-                // Taken back in the pass it came: it never reaches a thread.
-                self.withdrawn.sort_unstable();
-                let gone = &self.withdrawn;
-                self.queued.retain(|b| gone.binary_search(&b.id).is_err());
-            }
-            if !self.queued.is_empty() {
-                w.submit(self.queued.drain(..), now);
+            if !self.waiting.is_empty() {
+                w.submit(self.waiting.drain(..), now);
             }
         }
     }
@@ -264,15 +246,21 @@ impl Listeners {
         started: &mut Vec<Started>,
         done: &mut Vec<Finished>,
     ) {
+        if !self.withdrawn.is_empty() {
+            // Taken back in the pass it came: it never starts. Those the threads queued since
+            // earlier passes are taken back there.
+            self.withdrawn.sort_unstable();
+            let gone = &self.withdrawn;
+            self.waiting.retain(|b| gone.binary_search(&b.id).is_err());
+        }
         self.hand_over(now);
         if let Some(w) = &mut self.workers {
             if !self.withdrawn.is_empty() {
-                self.withdrawn.sort_unstable();
                 w.withdraw(&self.withdrawn);
-                self.withdrawn.clear();
             }
             w.take_done(started, done);
         }
+        self.withdrawn.clear();
         let woken = {
             let mut w = self.woken.lock().unwrap_or_else(PoisonError::into_inner);
             let slots = std::mem::take(&mut w.slots);
