@@ -97,14 +97,10 @@ fn the_consume_timeout_counts_from_the_listener_start() {
     use std::time::Duration;
 
     use rocketmq_push_blocking::{ConsumeFromWhere, Event};
-    use rocketmq_push_core::message::{Message, keys};
 
     let env = Env::sim();
     let topic = "consume_timeout_from_start";
-    env.create_topic(topic, 1);
-    env.produce(
-        (0..8).map(|i| Message::new(topic, "x").with_property(keys::UNIQ_KEY, &format!("k{i}"))).collect(),
-    );
+    env.one_queue_of(topic, 8);
     let (seen, events) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
     let (s, e) = (seen.clone(), events.clone());
     let consumer = PushConsumer::builder("g_consume_timeout")

@@ -313,6 +313,12 @@ impl Env {
         }
     }
 
+    /// A topic of one queue holding `n` messages with unique keys, for tests of one adapter.
+    pub fn one_queue_of(&self, topic: &str, n: usize) {
+        self.create_topic(topic, 1);
+        self.produce(msgs(topic, n, |_| None).0);
+    }
+
     /// Store `msgs`; answers how many sends were tried again (each may have stored a copy).
     pub fn produce(&self, msgs: Vec<Message>) -> usize {
         match self {

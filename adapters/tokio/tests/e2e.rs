@@ -38,16 +38,12 @@ fn async_calls_queue_for_the_slot_and_time_out_from_their_start() {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use rocketmq_push_core::message::{Message, keys};
     use rocketmq_push_e2e::Env;
     use rocketmq_push_tokio::{ConsumeFromWhere, ConsumeStatus, Event};
 
     let env = Env::sim();
     let topic = "async_consume_timeout_from_start";
-    env.create_topic(topic, 1);
-    env.produce(
-        (0..8).map(|i| Message::new(topic, "x").with_property(keys::UNIQ_KEY, &format!("k{i}"))).collect(),
-    );
+    env.one_queue_of(topic, 8);
     let (seen, events) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
     let (s, e) = (seen.clone(), events.clone());
     let _in = RT.enter();
