@@ -177,7 +177,9 @@ impl Listeners {
         self.calls.len() - self.free.len()
     }
 
-    /// Run an async listener on `batch`: first poll now.
+    /// Run an async listener on `batch`: first poll now. A call that answers during that poll
+    /// never takes its slot (the free slot on top is only borrowed), never stores its span and
+    /// is never reported started.
     fn start(
         &mut self,
         batch: Batch,
@@ -189,25 +191,42 @@ impl Listeners {
         let id = batch.id;
         hooks.started(id, now);
         let span = crate::batch_span(&batch);
-        let slot = self.free.pop().unwrap_or_else(|| self.grow());
+        let slot = match self.free.last() {
+            Some(&slot) => slot,
+            None => {
+                let slot = self.grow();
+                self.free.push(slot);
+                slot
+            }
+        };
         // The queue moves into the context (no reference counts touched per call).
         let Batch { queue, messages, kind, .. } = batch;
         let ctx = ConsumeContext::new(queue, kind);
-        let ready = {
+        let mut cx = Context::from_waker(&self.wakers[slot]);
+        let mut fut = self.slots[slot].as_mut();
+        let polled = {
             let _in = span.enter();
-            catch_unwind(AssertUnwindSafe(|| self.slots[slot].as_mut().start(messages, ctx)))
+            catch_unwind(AssertUnwindSafe(|| {
+                fut.as_mut().start(messages, ctx);
+                fut.poll_call(&mut cx)
+            }))
         };
-        self.calls[slot] = Some(Call { batch: id, span });
-        match ready {
-            Ok(()) => {
-                self.poll_slot(slot, done);
-                if self.calls[slot].is_some() {
-                    // It waits: from now on it can time out.
-                    started.push((id, now));
-                }
+        let panicked = match polled {
+            Ok(Poll::Ready(answer)) => {
+                let (result, failed) = settled(Ok(answer));
+                done.push((id, result, failed));
+                return;
             }
-            // The listener panicked before it made a future.
-            Err(p) => self.end(slot, Err(p), done),
+            Ok(Poll::Pending) => None,
+            Err(p) => Some(p),
+        };
+        self.free.pop();
+        self.calls[slot] = Some(Call { batch: id, span });
+        match panicked {
+            // It waits: from now on it can time out.
+            None => started.push((id, now)),
+            // The listener panicked, making its future or in its first poll.
+            Some(p) => self.end(slot, Err(p), done),
         }
     }
 
