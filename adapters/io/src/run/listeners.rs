@@ -5,8 +5,10 @@
 //!
 //! Both report starts ([`Listeners::reports_starts`]): the core hands out every batch at once,
 //! and at most `consumeThreadMin` concurrent calls are in progress here, the rest queued in
-//! order. Queued batches start only once the pass's withdrawals are applied, so a batch the core
-//! takes back never reaches user code. An async call that answers before its first poll ends
+//! order. The owner gives a pass's withdrawals before its batches: a concurrent batch starts as
+//! it is handed out only if nothing waits before it, a call slot is free and the pass takes
+//! nothing back; otherwise it waits until the withdrawals are applied, so a batch the core takes
+//! back never reaches user code. An async call that answers before its first poll ends
 //! needs no start report at all (it can no longer time out); one that waits reports its start,
 //! from which its consume timeout counts. Orderly and direct batches, which the core never takes
 //! back, start as they are handed out. A panic counts as RECONSUME_LATER and is reported.
@@ -131,7 +133,8 @@ impl Listeners {
         !matches!(self.listener, Listener::Stream(_))
     }
 
-    /// The core takes `batch` back: drop it if it has not started.
+    /// The core takes `batch` back: drop it if it has not started. Given before the pass's
+    /// batches are.
     pub(super) fn withdraw(&mut self, batch: BatchId) {
         if self.reports_starts() {
             self.withdrawn.push(batch);
@@ -139,8 +142,9 @@ impl Listeners {
     }
 
     /// Start user code on `batch`, or queue it to start with the rest of the pass (behind the
-    /// calls in progress). Hooks are told before the call; a call that waits goes to `started`,
-    /// one that ended to `done`.
+    /// calls in progress). The pass's withdrawals must be given first ([`withdraw`](Self::withdraw)).
+    /// Hooks are told before the call; a call that waits goes to `started`, one that ended to
+    /// `done`.
     pub(super) fn consume(
         &mut self,
         batch: Batch,
@@ -151,11 +155,17 @@ impl Listeners {
     ) {
         let id = batch.id;
         match &self.listener {
-            // Concurrent batches start once the pass's withdrawals are known (`poll_woken`): one
-            // the core takes back later in the same pass never reaches user code. Orderly and
-            // direct ones cannot be taken back (the core counts them started): they start now,
-            // as they always did.
+            // Orderly and direct batches cannot be taken back (the core counts them started):
+            // they start now, as they always did.
             Listener::Async(_) if batch.kind != BatchKind::Concurrent => {}
+            // A concurrent one starts now when nothing waits before it, a slot is free and this
+            // pass takes nothing back. Otherwise it waits until the pass's withdrawals are
+            // applied (`poll_woken`): one the core takes back in the same pass never reaches
+            // user code.
+            Listener::Async(_)
+                if self.waiting.is_empty()
+                    && self.withdrawn.is_empty()
+                    && self.in_progress() < self.limit => {}
             // Blocking ones go to the threads with the rest of the pass's (`hand_over`).
             Listener::Async(_) | Listener::Sync(_) => {
                 self.waiting.push_back(batch);
@@ -425,9 +435,9 @@ mod tests {
         for id in 0..100 {
             l.consume(batch(id, 0), now, &mut hooks, &mut started, &mut done);
         }
-        assert!(done.is_empty(), "concurrent batches start with the rest of the pass");
-        l.poll_woken(now, &mut hooks, &mut started, &mut done);
+        // Nothing taken back in the pass: each started, and answered, as it was handed out.
         assert_eq!(done.len(), 100);
+        l.poll_woken(now, &mut hooks, &mut started, &mut done);
         assert!(done.iter().all(|d| d.1 == rocketmq_push_core::ConsumeResult::SUCCESS && d.2.is_none()));
         assert_eq!(made.load(Ordering::SeqCst), 1, "one slot for calls that answer at once");
 
@@ -483,9 +493,9 @@ mod tests {
         let mut l = Listeners::new(Listener::Sync(f), async_channel::unbounded().0, 4);
         let (mut hooks, now) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
         let (mut started, mut done) = (Vec::new(), Vec::new());
+        l.withdraw(BatchId(1));
         l.consume(batch(1, 1), now, &mut hooks, &mut started, &mut done);
         l.consume(batch(2, 2), now, &mut hooks, &mut started, &mut done);
-        l.withdraw(BatchId(1));
         let limit = Instant::now() + std::time::Duration::from_secs(10);
         while done.is_empty() && Instant::now() < limit {
             l.poll_woken(Instant::now(), &mut hooks, &mut started, &mut done);
@@ -502,16 +512,19 @@ mod tests {
         let (mut hooks, now) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
         let (mut started, mut done) = (Vec::new(), Vec::new());
         // Free slots, and still: the core hands 1 and 2 out, then takes 1 back (its queue went
-        // away) in the same pass.
+        // away) in the same pass. The owner gives the pass's withdrawals first.
+        l.withdraw(BatchId(1));
         l.consume(batch(1, 0), now, &mut hooks, &mut started, &mut done);
         l.consume(batch(2, 0), now, &mut hooks, &mut started, &mut done);
-        l.withdraw(BatchId(1));
         let orderly = Batch { kind: BatchKind::Orderly, ..batch(3, 0) };
         l.consume(orderly, now, &mut hooks, &mut started, &mut done);
         assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [3], "orderly: at once");
         l.poll_woken(now, &mut hooks, &mut started, &mut done);
         assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [3, 2], "1 never ran");
-        assert!(started.is_empty());
+        // A pass that takes nothing back: its concurrent batches start as they are handed out.
+        l.consume(batch(4, 0), now, &mut hooks, &mut started, &mut done);
+        assert_eq!(done.iter().map(|d| d.0.0).collect::<Vec<_>>(), [3, 2, 4], "4 at once");
+        assert!(started.is_empty() && l.waiting.is_empty());
     }
 
     #[test]
@@ -521,12 +534,14 @@ mod tests {
         let mut l = listeners(made, go.clone(), open.clone(), 1);
         let (mut hooks, t0) = (Hooks::new(Vec::new(), "G".into()), Instant::now());
         let (mut started, mut done) = (Vec::new(), Vec::new());
-        // One call in progress at most: 1 waits, 2 to 4 queue behind it (even 2, which would
-        // answer at once), and 3 is taken back.
+        // One call in progress at most: 1 starts at once and waits, 2 to 4 queue behind it
+        // (even 2, which would answer at once), and 3 is taken back in a later pass.
         l.consume(batch(1, 3), t0, &mut hooks, &mut started, &mut done);
+        assert_eq!((started.clone(), done.len()), (vec![(BatchId(1), t0)], 0));
         for id in 2..=4 {
             l.consume(batch(id, 0), t0, &mut hooks, &mut started, &mut done);
         }
+        l.poll_woken(t0, &mut hooks, &mut started, &mut done);
         l.withdraw(BatchId(3));
         l.poll_woken(t0, &mut hooks, &mut started, &mut done);
         assert_eq!((started.clone(), done.len()), (vec![(BatchId(1), t0)], 0));

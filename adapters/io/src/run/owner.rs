@@ -96,16 +96,20 @@ pub(super) async fn run<R: Runtime>(
                 // Closing made outputs of its own.
                 continue;
             }
+            // The pass's withdrawals first: a batch handed out and taken back in one pass must
+            // not start. Hooks still hear of both in order.
+            for h in &handouts {
+                if let Handout::Withdraw(batch) = h {
+                    listeners.withdraw(*batch);
+                }
+            }
             for h in handouts.drain(..) {
                 match h {
                     Handout::Consume(batch) => {
                         p.hooks.handed(&batch, now, listeners.reports_starts());
                         listeners.consume(batch, now, &mut p.hooks, &mut started, &mut finished)
                     }
-                    Handout::Withdraw(batch) => {
-                        p.hooks.withdrawn(batch);
-                        listeners.withdraw(batch)
-                    }
+                    Handout::Withdraw(batch) => p.hooks.withdrawn(batch),
                 }
             }
             listeners.poll_woken(now, &mut p.hooks, &mut started, &mut finished);
