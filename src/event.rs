@@ -351,8 +351,9 @@ impl From<ConsumeStatus> for ConsumeResult {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConsumeContext {
-    /// The queue the batch came from.
-    pub queue: MessageQueue,
+    /// The queue the batch came from (shared with the consumer: a listener call costs one
+    /// reference count, not a copy of its names).
+    pub queue: Arc<MessageQueue>,
     /// Concurrent, orderly or direct.
     pub kind: BatchKind,
     /// `ackIndex`: with `Success`, messages after this index failed (`None` = all succeeded).
@@ -365,8 +366,8 @@ pub struct ConsumeContext {
 
 impl ConsumeContext {
     /// A fresh context for a batch of `kind` from `queue` (to test a listener, for one).
-    pub fn new(queue: MessageQueue, kind: BatchKind) -> Self {
-        Self { queue, kind, ack_index: None, delay_level: 0, suspend_millis: None }
+    pub fn new(queue: impl Into<Arc<MessageQueue>>, kind: BatchKind) -> Self {
+        Self { queue: queue.into(), kind, ack_index: None, delay_level: 0, suspend_millis: None }
     }
 
     /// A fresh context for `batch`.
@@ -453,8 +454,8 @@ impl From<Vec<MessageExt>> for Messages {
 pub struct Batch {
     /// Answer with this id.
     pub id: BatchId,
-    /// The queue the messages came from.
-    pub queue: MessageQueue,
+    /// The queue the messages came from (shared with the consumer).
+    pub queue: Arc<MessageQueue>,
     /// The messages, in offset order. Retry messages carry their original topic.
     pub messages: Messages,
     /// Concurrent, orderly or direct.

@@ -215,7 +215,7 @@ impl Consumer {
         let queue = MessageQueue::new(msg.topic.clone(), h.broker_name.unwrap_or_default(), msg.queue_id);
         let batch = Batch {
             id: crate::event::BatchId(0),
-            queue,
+            queue: queue.into(),
             messages: vec![msg].into(),
             kind: BatchKind::Direct,
         };

@@ -119,7 +119,7 @@ impl Consumer {
         }
         let used = run.len();
         let messages = Messages::new(chunk, start, start + used);
-        let queue = q.user_mq.clone();
+        let queue = q.batch_mq.clone();
         let id = self.next_batch_id();
         // A concurrent batch with a listener slot free starts now (`hand_out`, without looking
         // it up again).

@@ -445,7 +445,7 @@ impl Consumer {
         let wall = self.wall_ms();
         let Some(q) = self.queues.get_mut(key) else { return };
         q.last_consume_ms = wall;
-        let queue = q.user_mq.clone();
+        let queue = q.batch_mq.clone();
         let size = self.cfg.consume_message_batch_max_size.max(1);
         let offsets: Vec<i64> = msgs.iter().map(|m| m.queue_offset).collect();
         let chunk = Arc::new(msgs);

@@ -249,7 +249,12 @@ impl Consumer {
             },
         );
         let messages = Messages::new(chunk, 0, n);
-        self.outputs.push_back(Output::Consume(Batch { id, queue, messages, kind: BatchKind::Orderly }));
+        self.outputs.push_back(Output::Consume(Batch {
+            id,
+            queue: queue.into(),
+            messages,
+            kind: BatchKind::Orderly,
+        }));
     }
 
     /// An orderly POP batch's result: ack it and go on, or suspend the queue (above).

@@ -3,6 +3,7 @@
 //! result that names the old key is recognised as stale and ignored.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::message::MessageQueue;
 use crate::offset_store::OffsetCell;
@@ -30,6 +31,8 @@ pub(super) struct QueueState {
     pub(super) mq: MessageQueue,
     /// The queue as users see it (namespace stripped).
     pub(super) user_mq: MessageQueue,
+    /// The same, shared with the batches handed out (one reference count per batch).
+    pub(super) batch_mq: Arc<MessageQueue>,
     pub(super) phase: Phase,
     /// Next offset to pull.
     pub(super) next_offset: i64,
@@ -80,6 +83,7 @@ impl QueueState {
     fn new(mq: MessageQueue, user_mq: MessageQueue) -> Self {
         Self {
             mq,
+            batch_mq: Arc::new(user_mq.clone()),
             user_mq,
             phase: Phase::ComputingOffset,
             next_offset: -1,

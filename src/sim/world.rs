@@ -1034,7 +1034,7 @@ impl Sim {
             let rec = Consumed {
                 consumer: i,
                 key: m.msg_id().into_owned(),
-                queue: batch.queue.clone(),
+                queue: MessageQueue::clone(&batch.queue),
                 offset: m.queue_offset,
                 topic: m.topic.to_string(),
                 reconsume_times: m.reconsume_times,

@@ -65,7 +65,7 @@ impl HookOutcome<'_> {
 
 /// A batch between `before` and `after`.
 struct Open {
-    queue: MessageQueue,
+    queue: Arc<MessageQueue>,
     kind: BatchKind,
     messages: Messages,
     /// `None` until user code starts (a blocking listener's batch may wait for a thread).
@@ -190,7 +190,7 @@ mod tests {
     fn batch(id: u64) -> Batch {
         Batch {
             id: BatchId(id),
-            queue: MessageQueue::new("T", "b", 0),
+            queue: MessageQueue::new("T", "b", 0).into(),
             messages: Messages::from_vec(vec![]),
             kind: BatchKind::Concurrent,
         }

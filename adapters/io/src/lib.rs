@@ -129,7 +129,7 @@ mod tests {
         let spans = Spans::default();
         let batch = rocketmq_push_core::Batch {
             id: rocketmq_push_core::BatchId(7),
-            queue: rocketmq_push_core::MessageQueue::new("T", "broker-a", 3),
+            queue: rocketmq_push_core::MessageQueue::new("T", "broker-a", 3).into(),
             messages: rocketmq_push_core::Messages::from_vec(vec![]),
             kind: rocketmq_push_core::BatchKind::Concurrent,
         };

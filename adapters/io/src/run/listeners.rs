@@ -386,7 +386,7 @@ mod tests {
     fn batch(id: u64, queue_id: i32) -> Batch {
         Batch {
             id: BatchId(id),
-            queue: MessageQueue::new("T", "b", queue_id),
+            queue: MessageQueue::new("T", "b", queue_id).into(),
             messages: Messages::from_vec(Vec::new()),
             kind: BatchKind::Concurrent,
         }

@@ -256,7 +256,7 @@ mod tests {
     fn batch(id: u64) -> Batch {
         Batch {
             id: BatchId(id),
-            queue: MessageQueue::new("T", "b", 0),
+            queue: MessageQueue::new("T", "b", 0).into(),
             messages: Messages::from_vec(Vec::new()),
             kind: BatchKind::Concurrent,
         }
@@ -315,7 +315,7 @@ mod tests {
         });
         let mut w = Workers::new(listener, 20);
         let mut slow = batch(1);
-        slow.queue.queue_id = 1;
+        std::sync::Arc::make_mut(&mut slow.queue).queue_id = 1;
         w.submit([slow], Instant::now());
         thread::sleep(Duration::from_millis(5));
         w.submit([batch(2)], Instant::now());
@@ -337,7 +337,7 @@ mod tests {
         });
         let mut w = Workers::new(listener, 1);
         let mut slow = batch(1);
-        slow.queue.queue_id = 1;
+        std::sync::Arc::make_mut(&mut slow.queue).queue_id = 1;
         w.submit([slow, batch(2), batch(3), batch(4)], Instant::now());
         let (mut started, mut done) = (Vec::new(), Vec::new());
         let until = Instant::now() + Duration::from_secs(10);
@@ -374,7 +374,7 @@ mod tests {
         let mut w = Workers::new(listener, 3);
         for i in 0..30 {
             let mut b = batch(i);
-            b.queue.queue_id = i as i32 % 10;
+            std::sync::Arc::make_mut(&mut b.queue).queue_id = i as i32 % 10;
             w.submit([b], Instant::now());
         }
         let done = results(&mut w, 30);
