@@ -27,10 +27,14 @@ const MIN_REBALANCE_GAP: Duration = Duration::from_secs(1);
 const MAX_GONE_OFFSETS: usize = 65_536;
 
 impl Consumer {
-    /// Rebalance soon: now, or one minimum gap after the previous pass.
+    /// Rebalance soon: now, or one minimum gap after the previous pass. The first pass waits
+    /// for every route asked for at start, as Java's start fetches them all first: begun on
+    /// the first answer, it would leave a topic whose route came a moment later to the next
+    /// pass, a minimum gap (a second) away.
     pub(super) fn request_rebalance(&mut self) {
         let at = match self.last_rebalance {
             Some(last) => (last + MIN_REBALANCE_GAP).max(self.now),
+            None if !self.route_queries.is_empty() => return,
             None => self.now,
         };
         self.timers.set_if_earlier(Timer::Rebalance, at);

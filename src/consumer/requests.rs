@@ -114,6 +114,10 @@ pub(super) struct PeerState {
     /// A heartbeat succeeded on the current connection.
     pub(super) registered: bool,
     pub(super) heartbeat_in_flight: bool,
+    /// What the heartbeat in flight says. Answered after the consumer changed what it says (a
+    /// newer subscription version: another topic assigned meanwhile), it registers nothing:
+    /// the broker would refuse pulls of the newer version.
+    pub(super) heartbeat_sent: Option<std::sync::Arc<crate::protocol::body::HeartbeatData>>,
     pub(super) deferred: Vec<Deferred>,
     /// The broker's `version` from its heartbeat answer.
     pub(super) version: i32,

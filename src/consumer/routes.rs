@@ -123,6 +123,11 @@ impl Consumer {
         result: Result<RemotingCommand, Failure>,
     ) {
         self.route_queries.remove(topic);
+        if self.route_queries.is_empty() && self.last_rebalance.is_none() && !self.routes.is_empty() {
+            // The last route asked for at start answered (or failed) after the others: the
+            // first pass, held back for it, goes now.
+            self.request_rebalance();
+        }
         let cmd = match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => cmd,
             Ok(cmd) if cmd.code == ResponseCode::TopicNotExist as i32 => {
@@ -238,13 +243,20 @@ impl Consumer {
         }
         self.peer(peer).heartbeat_in_flight = true;
         let body = self.heartbeat.clone();
+        self.peer(peer).heartbeat_sent = Some(body.clone());
         let timeout = self.cfg.mq_client_api_timeout;
         self.transmit(peer.clone(), Request::HeartBeat(body), PendingKind::Heartbeat, timeout);
     }
 
     pub(super) fn on_heartbeat(&mut self, peer: &PeerAddr, result: Result<RemotingCommand, Failure>) {
         self.peer(peer).heartbeat_in_flight = false;
+        let sent = self.peer(peer).heartbeat_sent.take();
         match result {
+            Ok(_) if sent.is_some_and(|s| !Arc::ptr_eq(&s, &self.heartbeat)) => {
+                // It said what the consumer no longer says: what waits for registration waits
+                // for the heartbeat that says it now.
+                self.ensure_heartbeat(peer);
+            }
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => self.on_registered(peer, cmd.version),
             Ok(cmd) => {
                 if let Some(topic) = self.refused_subscription(&cmd) {
