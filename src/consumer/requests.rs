@@ -19,7 +19,10 @@ pub(super) enum PendingKind {
     Route {
         topic: String,
     },
-    Heartbeat,
+    /// What it said: answered after the consumer changed what it says (a newer subscription
+    /// version: another topic assigned meanwhile), it registers nothing, as the broker would
+    /// refuse pulls of the newer version.
+    Heartbeat(std::sync::Arc<crate::protocol::body::HeartbeatData>),
     ConsumerList {
         topic: String,
     },
@@ -114,10 +117,6 @@ pub(super) struct PeerState {
     /// A heartbeat succeeded on the current connection.
     pub(super) registered: bool,
     pub(super) heartbeat_in_flight: bool,
-    /// What the heartbeat in flight says. Answered after the consumer changed what it says (a
-    /// newer subscription version: another topic assigned meanwhile), it registers nothing:
-    /// the broker would refuse pulls of the newer version.
-    pub(super) heartbeat_sent: Option<std::sync::Arc<crate::protocol::body::HeartbeatData>>,
     pub(super) deferred: Vec<Deferred>,
     /// The broker's `version` from its heartbeat answer.
     pub(super) version: i32,
@@ -284,7 +283,7 @@ impl Consumer {
     fn on_answer(&mut self, p: Pending, cmd: RemotingCommand) {
         match p.kind {
             PendingKind::Route { topic } => self.on_route(&p.peer, &topic, Ok(cmd)),
-            PendingKind::Heartbeat => self.on_heartbeat(&p.peer, Ok(cmd)),
+            PendingKind::Heartbeat(sent) => self.on_heartbeat(&p.peer, &sent, Ok(cmd)),
             PendingKind::ConsumerList { topic } => self.on_consumer_list(&p.peer, &topic, Ok(cmd)),
             PendingKind::QueryOffset { key } => self.on_query_offset(key, &p.peer, Ok(cmd)),
             PendingKind::MaxOffset { key } => self.on_found_start_offset(key, &p.peer, p.code, Ok(cmd)),
@@ -317,7 +316,7 @@ impl Consumer {
         }
         match p.kind {
             PendingKind::Route { topic } => self.on_route(&p.peer, &topic, Err(f)),
-            PendingKind::Heartbeat => self.on_heartbeat(&p.peer, Err(f)),
+            PendingKind::Heartbeat(sent) => self.on_heartbeat(&p.peer, &sent, Err(f)),
             PendingKind::ConsumerList { topic } => self.on_consumer_list(&p.peer, &topic, Err(f)),
             PendingKind::QueryOffset { key } => self.on_query_offset(key, &p.peer, Err(f)),
             PendingKind::MaxOffset { key } | PendingKind::SearchOffset { key } => {

@@ -123,11 +123,15 @@ impl Consumer {
         result: Result<RemotingCommand, Failure>,
     ) {
         self.route_queries.remove(topic);
+        self.take_route(peer, topic, result);
         if self.route_queries.is_empty() && self.last_rebalance.is_none() && !self.routes.is_empty() {
-            // The last route asked for at start answered (or failed) after the others: the
-            // first pass, held back for it, goes now.
+            // The last route asked for at start answered, or failed at every name server tried:
+            // the first pass, held back for it, goes now.
             self.request_rebalance();
         }
+    }
+
+    fn take_route(&mut self, peer: &PeerAddr, topic: &str, result: Result<RemotingCommand, Failure>) {
         let cmd = match result {
             Ok(cmd) if cmd.code == ResponseCode::Success as i32 => cmd,
             Ok(cmd) if cmd.code == ResponseCode::TopicNotExist as i32 => {
@@ -243,16 +247,19 @@ impl Consumer {
         }
         self.peer(peer).heartbeat_in_flight = true;
         let body = self.heartbeat.clone();
-        self.peer(peer).heartbeat_sent = Some(body.clone());
         let timeout = self.cfg.mq_client_api_timeout;
-        self.transmit(peer.clone(), Request::HeartBeat(body), PendingKind::Heartbeat, timeout);
+        self.transmit(peer.clone(), Request::HeartBeat(body.clone()), PendingKind::Heartbeat(body), timeout);
     }
 
-    pub(super) fn on_heartbeat(&mut self, peer: &PeerAddr, result: Result<RemotingCommand, Failure>) {
+    pub(super) fn on_heartbeat(
+        &mut self,
+        peer: &PeerAddr,
+        sent: &Arc<HeartbeatData>,
+        result: Result<RemotingCommand, Failure>,
+    ) {
         self.peer(peer).heartbeat_in_flight = false;
-        let sent = self.peer(peer).heartbeat_sent.take();
         match result {
-            Ok(_) if sent.is_some_and(|s| !Arc::ptr_eq(&s, &self.heartbeat)) => {
+            Ok(_) if !Arc::ptr_eq(sent, &self.heartbeat) => {
                 // It said what the consumer no longer says: what waits for registration waits
                 // for the heartbeat that says it now.
                 self.ensure_heartbeat(peer);
