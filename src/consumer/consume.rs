@@ -119,7 +119,7 @@ impl Consumer {
         }
         let used = run.len();
         let messages = Messages::new(chunk, start, start + used);
-        let queue = q.batch_mq.clone();
+        let queue = q.user_mq.clone();
         let id = self.next_batch_id();
         // A concurrent batch with a listener slot free starts now (`hand_out`, without looking
         // it up again).
@@ -347,7 +347,7 @@ impl Consumer {
                 for o in failed {
                     q.pq.remove(*o);
                 }
-                let queue = q.user_mq.clone();
+                let queue = (*q.user_mq).clone();
                 self.emit(Event::FailedMessagesDropped { queue, count: failed.len() });
             } else {
                 for o in failed.iter().copied().collect::<SmallVec<[i64; 4]>>() {
@@ -525,7 +525,7 @@ impl Consumer {
         again.reconsume_times += 1;
         e.replace(again);
         e.set_state(EntryState::Ready);
-        let queue = q.user_mq.clone();
+        let queue = (*q.user_mq).clone();
         self.stats.local_retries += 1;
         self.emit(Event::LocalRetry { queue, offset: sb.offset });
         if self.state != RunState::Running {
@@ -577,7 +577,7 @@ impl Consumer {
             let (key, offsets) = (b.key, b.offsets.clone());
             self.stats.consume_timeouts += 1;
             let Some(q) = self.queues.get(key) else { continue };
-            let queue = q.user_mq.clone();
+            let queue = (*q.user_mq).clone();
             self.emit(Event::ConsumeTimeout { batch: id, queue });
             if self.cfg.message_model == MessageModel::Clustering && !popped {
                 for o in offsets {

@@ -149,7 +149,11 @@ impl Consumer {
             .keys_of_topic(wire)
             .into_iter()
             .filter_map(|k| {
-                let q = self.queues.get(k).filter(|q| q.phase != Phase::Releasing)?.user_mq.clone();
+                let q = self
+                    .queues
+                    .get(k)
+                    .filter(|q| q.phase != Phase::Releasing)
+                    .map(|q| (*q.user_mq).clone())?;
                 self.revoke_queue(k);
                 Some(q)
             })

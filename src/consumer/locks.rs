@@ -214,7 +214,7 @@ impl Consumer {
 
     fn lock_refused(&mut self, key: QueueKey) {
         let Some(q) = self.queues.get(key) else { return };
-        let queue = q.user_mq.clone();
+        let queue = (*q.user_mq).clone();
         self.emit(Event::LockFailed { queue });
         self.lose_lock(key);
     }
@@ -224,7 +224,7 @@ impl Consumer {
     fn lock_failed(&mut self, key: QueueKey) {
         let Some(q) = self.queues.get(key) else { return };
         if q.phase == Phase::Locking {
-            let queue = q.user_mq.clone();
+            let queue = (*q.user_mq).clone();
             self.emit(Event::LockFailed { queue });
             self.lose_lock(key);
         } else if self.state == RunState::Running {

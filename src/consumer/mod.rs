@@ -405,7 +405,7 @@ impl Consumer {
             .into_iter()
             .filter_map(|k| Some((k, self.queues.get(k)?)))
             .map(|(k, q)| QueueSnapshot {
-                queue: q.user_mq.clone(),
+                queue: (*q.user_mq).clone(),
                 pulling: q.phase == queues::Phase::Pulling,
                 next_offset: q.next_offset,
                 commit_offset: q.offset.value(),
@@ -441,7 +441,7 @@ impl Consumer {
     }
 
     /// Hold a queue: its table entry, and its topic's statistics slot.
-    fn hold_queue(&mut self, mq: MessageQueue, user_mq: MessageQueue) -> crate::timer::QueueKey {
+    fn hold_queue(&mut self, mq: MessageQueue, user_mq: Arc<MessageQueue>) -> crate::timer::QueueKey {
         let slot = self.windows.slot(&mq.topic);
         let key = self.queues.insert(mq, user_mq);
         if let Some(q) = self.queues.get_mut(key) {

@@ -134,7 +134,7 @@ impl Consumer {
             // Broadcasting has no retry topic to send to: give up locally, as Java drops.
             give_up.iter().filter(|o| q.pq.remove(**o)).count()
         };
-        let queue = q.user_mq.clone();
+        let queue = (*q.user_mq).clone();
         if !retry_offsets.is_empty() {
             q.suspended = true;
             let wait =

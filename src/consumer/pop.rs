@@ -376,7 +376,7 @@ impl Consumer {
         let mut msgs = match decode_messages_within(&cmd.body, &self.cfg.decode, budget) {
             Ok(d) => d.messages,
             Err(e) => {
-                let queue = q.user_mq.clone();
+                let queue = (*q.user_mq).clone();
                 self.emit(Event::CorruptPull { queue, error: e });
                 self.stats.pull_errors += 1;
                 return self.retry_pull_later(key, self.cfg.pull_time_delay_when_exception);
@@ -445,7 +445,7 @@ impl Consumer {
         let wall = self.wall_ms();
         let Some(q) = self.queues.get_mut(key) else { return };
         q.last_consume_ms = wall;
-        let queue = q.batch_mq.clone();
+        let queue = q.user_mq.clone();
         let size = self.cfg.consume_message_batch_max_size.max(1);
         let offsets: Vec<i64> = msgs.iter().map(|m| m.queue_offset).collect();
         let chunk = Arc::new(msgs);
@@ -531,7 +531,7 @@ impl Consumer {
         }
         if dropped > 0 {
             if let Some(q) = self.queues.get(b.key) {
-                let queue = q.user_mq.clone();
+                let queue = (*q.user_mq).clone();
                 self.emit(Event::FailedMessagesDropped { queue, count: dropped });
             }
         }

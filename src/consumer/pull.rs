@@ -257,7 +257,7 @@ impl Consumer {
             Ok(d) => d,
             Err(e) => {
                 // Never skip what cannot be read: report, keep the offset, try again.
-                let queue = self.queues.get(key).map(|q| q.user_mq.clone());
+                let queue = self.queues.get(key).map(|q| (*q.user_mq).clone());
                 if let Some(queue) = queue {
                     self.emit(Event::CorruptPull { queue, error: e });
                 }
@@ -278,7 +278,7 @@ impl Consumer {
         let before = msgs.len();
         msgs.retain(|m| valid.contains(&m.queue_offset));
         if let Some(q) = self.queues.get(key).filter(|_| msgs.len() < before) {
-            let (queue, count) = (q.user_mq.clone(), before - msgs.len());
+            let (queue, count) = ((*q.user_mq).clone(), before - msgs.len());
             self.emit(Event::RecordsOutOfRange { queue, count, requested, max: h.max_offset });
         }
         // Where the next pull starts. Cut short by the budget: at the first record not decoded,
@@ -365,7 +365,7 @@ impl Consumer {
     /// dropped (its results are discarded), the new offset is committed, and pulling resumes.
     pub(super) fn on_offset_moved(&mut self, key: QueueKey, to: i64) {
         let Some(q) = self.queues.get(key) else { return };
-        self.emit(Event::OffsetMoved { queue: q.user_mq.clone(), from: q.next_offset, to });
+        self.emit(Event::OffsetMoved { queue: (*q.user_mq).clone(), from: q.next_offset, to });
         self.move_queue(key, to);
     }
 

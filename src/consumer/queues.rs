@@ -29,10 +29,9 @@ pub(super) enum Phase {
 pub(super) struct QueueState {
     /// The queue on the wire (namespace included).
     pub(super) mq: MessageQueue,
-    /// The queue as users see it (namespace stripped).
-    pub(super) user_mq: MessageQueue,
-    /// The same, shared with the batches handed out (one reference count per batch).
-    pub(super) batch_mq: Arc<MessageQueue>,
+    /// The queue as users see it (namespace stripped), shared with the batches handed out (one
+    /// reference count per batch).
+    pub(super) user_mq: Arc<MessageQueue>,
     pub(super) phase: Phase,
     /// Next offset to pull.
     pub(super) next_offset: i64,
@@ -80,10 +79,9 @@ pub(super) struct QueueState {
 pub(super) const PULL_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl QueueState {
-    fn new(mq: MessageQueue, user_mq: MessageQueue) -> Self {
+    fn new(mq: MessageQueue, user_mq: Arc<MessageQueue>) -> Self {
         Self {
             mq,
-            batch_mq: Arc::new(user_mq.clone()),
             user_mq,
             phase: Phase::ComputingOffset,
             next_offset: -1,
@@ -125,7 +123,7 @@ pub(super) struct QueueTable {
 
 impl QueueTable {
     /// Add a queue; it must not be held already.
-    pub(super) fn insert(&mut self, mq: MessageQueue, user_mq: MessageQueue) -> QueueKey {
+    pub(super) fn insert(&mut self, mq: MessageQueue, user_mq: Arc<MessageQueue>) -> QueueKey {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -201,11 +199,11 @@ mod tests {
     fn stale_keys_after_remove() {
         let mut t = QueueTable::default();
         let q = MessageQueue::new("T", "b", 0);
-        let k1 = t.insert(q.clone(), q.clone());
+        let k1 = t.insert(q.clone(), q.clone().into());
         assert!(t.get(k1).is_some());
         assert!(t.remove(k1).is_some());
         assert!(t.get(k1).is_none(), "generation bumped");
-        let k2 = t.insert(q.clone(), q.clone());
+        let k2 = t.insert(q.clone(), q.clone().into());
         assert_eq!(k2.index, k1.index, "slot reused");
         assert_ne!(k2, k1);
         assert!(t.get_mut(k1).is_none() && t.remove(k1).is_none());

@@ -162,7 +162,7 @@ impl Consumer {
             let mode_changed = (q.phase == Phase::Popping) != self.pop_queues.contains(&q.mq);
             if q.phase != Phase::Releasing && (target.binary_search(&q.mq).is_err() || mode_changed) {
                 q.broker_gone = routed.is_some_and(|r| !r.queues.contains(&q.mq));
-                revoked.push(q.user_mq.clone());
+                revoked.push((*q.user_mq).clone());
                 self.revoke_queue(key);
             }
         }
@@ -171,13 +171,14 @@ impl Consumer {
             if let Some(key) = self.queues.key_of(&mq) {
                 // Revoked with a batch running and assigned back before it ended: keep it.
                 if let Some(q) = self.queues.get(key).filter(|q| q.phase == Phase::Releasing) {
-                    assigned.push(q.user_mq.clone());
+                    assigned.push((*q.user_mq).clone());
                     self.keep_releasing_queue(key);
                 }
                 continue;
             }
             let user_mq = MessageQueue::new(self.ns.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id);
             assigned.push(user_mq.clone());
+            let user_mq = std::sync::Arc::new(user_mq);
             let remembered = self.gone_offsets.remove(&mq);
             let key = self.hold_queue(mq, user_mq);
             if let (Some(offset), Some(q)) = (remembered, self.queues.get_mut(key)) {

@@ -124,9 +124,9 @@ impl Consumer {
     ) {
         self.route_queries.remove(topic);
         self.take_route(peer, topic, result);
-        if self.route_queries.is_empty() && self.last_rebalance.is_none() && !self.routes.is_empty() {
-            // The last route asked for at start answered, or failed at every name server tried:
-            // the first pass, held back for it, goes now.
+        if self.last_rebalance.is_none() && !self.routes.is_empty() {
+            // Once the last route asked for at start has answered, or failed at every name
+            // server tried, the first pass goes (`request_rebalance` holds it back until then).
             self.request_rebalance();
         }
     }

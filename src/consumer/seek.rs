@@ -138,7 +138,7 @@ impl Consumer {
         let Some(q) = self.queues.get_mut(key) else { return };
         match q.phase {
             Phase::Pulling => {
-                let (from, queue) = (q.next_offset, q.user_mq.clone());
+                let (from, queue) = (q.next_offset, (*q.user_mq).clone());
                 // Before the commit of `to` goes out, so a reader of the outputs sees why it
                 // went back.
                 self.emit(Event::Seeked { queue, from, to });
@@ -146,7 +146,7 @@ impl Consumer {
             }
             Phase::ComputingOffset | Phase::Locking => {
                 q.pending_seek = Some(to);
-                let queue = q.user_mq.clone();
+                let queue = (*q.user_mq).clone();
                 self.emit(Event::Seeked { queue, from: -1, to });
             }
             Phase::Releasing => {}
