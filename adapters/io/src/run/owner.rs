@@ -77,7 +77,13 @@ pub(super) async fn run<R: Runtime>(
                     // Listeners run once this pass's writes are handed over (below): the pull
                     // a read answer asks for leaves before its messages are consumed.
                     DriverOutput::Consume(batch) => handouts.push(Handout::Consume(batch)),
-                    DriverOutput::Withdraw(batch) => handouts.push(Handout::Withdraw(batch)),
+                    // The listeners hear of it now, before any batch of this pass: one handed
+                    // out and taken back in the same pass must not start. Hooks hear of both
+                    // in order, below.
+                    DriverOutput::Withdraw(batch) => {
+                        listeners.withdraw(batch);
+                        handouts.push(Handout::Withdraw(batch));
+                    }
                     DriverOutput::PersistLocalOffsets(offsets) => p.persist(&offsets),
                     DriverOutput::Event(e) => p.event(&e, now),
                     DriverOutput::Terminated => {
@@ -99,13 +105,6 @@ pub(super) async fn run<R: Runtime>(
                 }
                 // Closing made outputs of its own.
                 continue;
-            }
-            // The pass's withdrawals first: a batch handed out and taken back in one pass must
-            // not start. Hooks still hear of both in order.
-            for h in &handouts {
-                if let Handout::Withdraw(batch) = h {
-                    listeners.withdraw(*batch);
-                }
             }
             for h in handouts.drain(..) {
                 match h {
@@ -183,12 +182,9 @@ pub(super) async fn run<R: Runtime>(
                 match woke {
                     Some(msg) => msg,
                     None => {
-                        // The timer fired: it must be re-armed before it is awaited again.
+                        // The timer fired: it must be re-armed before it is awaited again. Its
+                        // deadline, now passed, is handled before the next wait.
                         timer = None;
-                        let now = Instant::now();
-                        if p.driver.poll_timeout().is_some_and(|at| at <= now) {
-                            p.driver.handle_timeout(now);
-                        }
                         continue;
                     }
                 }
