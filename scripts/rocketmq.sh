@@ -218,6 +218,13 @@
 #     5.4-10.3 s, `start` 12.4-17.1 s (17.1 s: broker-b missed its boot registration, 17; 4.9.7:
 #     5.9 s). `stop` TERMs all brokers at once, then the name server: ms 16.1-18.1 s, 2m 17.3 s
 #     (brokers 9.8-15.9 s each, in parallel).
+# 23. A full disk looks like a broken broker. Both brokers measure the store's file system as
+#     used / (used + available to non-root), as `df` does, every 10 s. Above 90 % every send is refused:
+#     SERVICE_NOT_AVAILABLE (14) "the broker's disk is full [CL:  0.91 CQ:  0.91 INDEX: -1.00]"
+#     (a CI run failed so, its disk filled by build outputs). Above 85 % they delete commit-log
+#     files early. The limit is -Drocketmq.broker.diskSpaceWarningLevelRatio on 4.9.7 and
+#     diskSpaceWarningLevelRatio in broker.conf on 5.3.3, but 5.3.3 clamps it to 0.35..0.90, so it
+#     cannot be raised there. `start` refuses to start at 90 % and warns at 85 %.
 # ---------------------------------------------------------------------------------------------------
 set -euo pipefail
 
@@ -228,6 +235,10 @@ POM="$SCRIPT_DIR/rocketmq/pom.xml"
 log() { printf '[rocketmq.sh] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 now_ms() { date +%s%3N; }
+# Percent of DIR's file system in use, rounded up, as the brokers compute it (fact 23).
+disk_used_pct() {
+  df -P -k "$1" | awk 'NR == 2 { t = $3 + $4; if (t > 0) print int(($3 * 100 + t - 1) / t); else print 0 }'
+}
 
 DEFAULT_VERSION=${RMQ_VERSION:-5.3.3}
 RMQ_CACHE=${RMQ_CACHE:-$REPO_ROOT/target/rocketmq}
@@ -758,6 +769,11 @@ cmd_start() {
 
   mkdir -p "$RMQ_STATE"
   prune_old_runs
+  local used; used=$(disk_used_pct "$RMQ_STATE")
+  ((used < 90)) || die "the file system of $RMQ_STATE is $used% used: the broker refuses every send above 90% (fact 23); free some disk first"
+  if ((used >= 85)); then
+    log "WARNING: the file system of $RMQ_STATE is $used% used; above 90% the broker refuses every send (fact 23)"
+  fi
   run=$(mktemp -d "$RMQ_STATE/run-$(date +%Y%m%d-%H%M%S)-XXXX")
   run=$(readlink -f "$run")
   ln -sfn "$run" "$CURRENT"

@@ -25,7 +25,9 @@ started=""
 cleanup() { [[ -n $started ]] && scripts/rocketmq.sh stop >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 # Each step's start, in seconds since the script began (CI keeps the whole run under 45 min).
-step() { printf '\n---- test.sh: %s (%ss)\n' "$*" "$SECONDS"; }
+# With the disk in use: above 90% the broker refuses every send (scripts/rocketmq.sh, fact 23).
+disk() { df -P -k . | awk 'NR == 2 { t = $3 + $4; printf "disk %d%% used", ($3 * 100 + t - 1) / t }'; }
+step() { printf '\n---- test.sh: %s (%ss, %s)\n' "$*" "$SECONDS" "$(disk)"; }
 
 step "cargo test on 5.3.3"
 scripts/rocketmq.sh start 5.3.3
