@@ -95,7 +95,8 @@ fn int(v: &Value, field: &'static str) -> Result<i32, DecodeError> {
 
 /// Encode in fastjson's property order (alphabetical), omitting a null remark and empty ext fields.
 pub(super) fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) {
-    let mut w = JsonWriter::new();
+    // Room for a pull request's header, the most frequent one, without growing.
+    let mut w = JsonWriter::with_capacity(512);
     w.begin_object().field_int("code", cmd.code.into());
     if !cmd.ext_fields.is_empty() {
         w.key("extFields").begin_object();

@@ -14,6 +14,7 @@ mod write;
 use std::fmt;
 
 pub use write::JsonWriter;
+pub(crate) use write::push_int;
 
 /// Deepest nesting the reader accepts; real bodies nest at most 5 levels.
 pub const MAX_DEPTH: usize = 64;
@@ -312,7 +313,19 @@ impl Reader<'_> {
 
     fn string(&mut self, quote: u8) -> Result<String, JsonError> {
         self.pos += 1;
-        let mut out: Vec<u8> = Vec::new();
+        // Most strings hold no escape: up to the first quote or backslash, copied at once.
+        let rest = &self.s[self.pos..];
+        let plain = rest.iter().position(|&b| b == quote || b == b'\\').unwrap_or(rest.len());
+        if rest.get(plain) == Some(&quote) {
+            self.pos += plain + 1;
+            return Ok(match std::str::from_utf8(&rest[..plain]) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(&rest[..plain]).into_owned(),
+            });
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(plain + 16);
+        out.extend_from_slice(&rest[..plain]);
+        self.pos += plain;
         loop {
             let Some(b) = self.peek() else {
                 return Err(self.err("unterminated string"));
@@ -415,6 +428,17 @@ mod tests {
         assert_eq!(p("12L"), Value::Int(12));
         assert_eq!(p(r#""9007199254740993""#).as_i64(), Some(9_007_199_254_740_993));
         assert_eq!(p("1.5").as_f64(), Some(1.5));
+    }
+
+    #[test]
+    fn strings_with_and_without_escapes_read_alike() {
+        // Plain (copied at once), an escape after a plain run, the other quote inside, bad UTF-8.
+        assert_eq!(p(r#"["abc","ab\"c",'a"b',"a\\",""]"#).to_string(), r#"["abc","ab\"c","a\"b","a\\",""]"#);
+        assert_eq!(Value::parse(b"\"a\xffb\"").unwrap().as_str(), Some("a\u{fffd}b"));
+        assert_eq!(Value::parse(b"\"a\\n\xff\"").unwrap().as_str(), Some("a\n\u{fffd}"));
+        for bad in [&b"\"abc"[..], b"\"ab\\", b"'ab\""] {
+            assert!(Value::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -19,6 +19,11 @@ impl JsonWriter {
         Self::default()
     }
 
+    /// An empty writer with room for `bytes` of output.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self { out: String::with_capacity(bytes), ..Self::default() }
+    }
+
     /// The text written so far.
     pub fn finish(self) -> String {
         self.out
@@ -95,7 +100,7 @@ impl JsonWriter {
     /// An integer value.
     pub fn int(&mut self, i: i64) -> &mut Self {
         self.sep();
-        let _ = write!(self.out, "{i}");
+        push_int(&mut self.out, i);
         self
     }
 
@@ -196,27 +201,68 @@ impl JsonWriter {
 
 /// Write `s` as a JSON string literal (fastjson's escapes, which are standard JSON).
 pub(crate) fn escape_into(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20
-                || ('\u{7f}'..='\u{9f}').contains(&c)
-                || c == '\u{2028}'
-                || c == '\u{2029}' =>
-            {
-                let _ = write!(out, "\\u{:04X}", c as u32);
+    // Runs that need no escape are copied whole; only a byte that may start an escaped character
+    // stops the scan (control characters, quote, backslash, DEL, and the lead bytes of U+0080..
+    // U+009F and U+2028/U+2029).
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !(b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f || b == 0xc2 || b == 0xe2) {
+            i += 1;
+            continue;
+        }
+        // `i` is at a character boundary: every byte tested is ASCII or a lead byte.
+        let c = s[i..].chars().next().unwrap_or('\u{fffd}');
+        let escape: Option<&str> = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\u{8}' => Some("\\b"),
+            '\t' => Some("\\t"),
+            '\n' => Some("\\n"),
+            '\u{c}' => Some("\\f"),
+            '\r' => Some("\\r"),
+            _ => None,
+        };
+        let unicode =
+            (c as u32) < 0x20 || ('\u{7f}'..='\u{9f}').contains(&c) || c == '\u{2028}' || c == '\u{2029}';
+        if escape.is_some() || unicode {
+            out.push_str(&s[run..i]);
+            match escape {
+                Some(e) => out.push_str(e),
+                None => {
+                    let _ = write!(out, "\\u{:04X}", c as u32);
+                }
             }
-            c => out.push(c),
+            run = i + c.len_utf8();
+        }
+        i += c.len_utf8();
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+/// Decimal digits of `i`, without the formatting machinery (headers carry a dozen numbers).
+pub(crate) fn push_int(out: &mut String, i: i64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut n = i.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
-    out.push('"');
+    if i < 0 {
+        out.push('-');
+    }
+    // Digits only: ASCII.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -242,6 +288,61 @@ mod tests {
         assert_eq!(s, r#"{"clientID":"a\"b\\c\n\u000B\u007F中","set":[1,-2],"ok":true,"f":2.0}"#);
         let v = Value::parse(s.as_bytes()).unwrap();
         assert_eq!(v.get("clientID").unwrap().as_str(), Some("a\"b\\c\n\u{b}\u{7f}中"));
+    }
+
+    /// The escape rules one character at a time, as the scan must apply them.
+    fn escaped_char_by_char(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{8}' => out.push_str("\\b"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\u{c}' => out.push_str("\\f"),
+                '\r' => out.push_str("\\r"),
+                c if (c as u32) < 0x20
+                    || ('\u{7f}'..='\u{9f}').contains(&c)
+                    || c == '\u{2028}'
+                    || c == '\u{2029}' =>
+                {
+                    out.push_str(&format!("\\u{:04X}", c as u32))
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_scan_escapes_as_each_character_would_be(
+            s in "[a-z\"\\\\\u{0}-\u{1f}\u{7f}-\u{a0}\u{2027}-\u{202a}\u{20ac}é中😀]{0,40}"
+        ) {
+            let mut out = String::new();
+            escape_into(&mut out, &s);
+            proptest::prop_assert_eq!(&out, &escaped_char_by_char(&s));
+            let back = Value::parse(out.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(back.as_str(), Some(s.as_str()));
+        }
+
+        #[test]
+        fn integers_are_written_as_display_writes_them(i in proptest::num::i64::ANY) {
+            let mut out = String::new();
+            push_int(&mut out, i);
+            proptest::prop_assert_eq!(out, i.to_string());
+        }
+    }
+
+    #[test]
+    fn integer_edges() {
+        for i in [0, -1, 9, 10, -10, i64::MIN, i64::MAX] {
+            let mut out = String::new();
+            push_int(&mut out, i);
+            assert_eq!(out, i.to_string());
+        }
     }
 
     #[test]

@@ -4,14 +4,15 @@
 //! `toString()`. The crate-private `command_header!` macro declares a Rust struct together with those keys, so every header
 //! in [`header`](super::header) is one declaration and one mapping.
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
 
 /// The `extFields` string map, in insertion order (the order we send; Java sends HashMap order).
 ///
 /// A handful of entries per frame, so a vector with linear lookup beats a hash map.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExtFields {
-    entries: Vec<(String, String)>,
+    // Keys a typed header writes are its static field names: borrowed, not allocated per frame.
+    entries: Vec<(Cow<'static, str>, String)>,
 }
 
 impl ExtFields {
@@ -32,12 +33,24 @@ impl ExtFields {
 
     /// Set `key`, replacing an earlier value (a decoded duplicate key: the last one wins, as in Java).
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let key = key.into();
-        let value = value.into();
+        self.set(Cow::Owned(key.into()), value.into());
+    }
+
+    /// [`insert`](Self::insert) for a key known at compile time (a header's field name).
+    pub(crate) fn insert_static(&mut self, key: &'static str, value: String) {
+        self.set(Cow::Borrowed(key), value);
+    }
+
+    fn set(&mut self, key: Cow<'static, str>, value: String) {
         match self.entries.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
             None => self.entries.push((key, value)),
         }
+    }
+
+    /// Room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.entries.reserve(n);
     }
 
     /// Remove `key`, returning its value.
@@ -48,7 +61,7 @@ impl ExtFields {
 
     /// Entries in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
     }
 
     /// Number of entries.
@@ -137,7 +150,7 @@ macro_rules! int_ext {
                 s.trim().parse().ok()
             }
             fn format_ext(&self, out: &mut String) {
-                let _ = write!(out, "{self}");
+                crate::json::push_int(out, (*self).into());
             }
         }
     )*};
@@ -180,7 +193,7 @@ fn parse_value<T: ExtValue>(raw: &str, header: &'static str, key: &'static str) 
 
 impl<T: ExtValue> HeaderField for T {
     fn put(&self, key: &'static str, ext: &mut ExtFields) {
-        ext.insert(key, format_value(self));
+        ext.insert_static(key, format_value(self));
     }
     fn take(ext: &ExtFields, header: &'static str, key: &'static str) -> Result<Self, HeaderError> {
         match ext.get(key) {
@@ -193,7 +206,7 @@ impl<T: ExtValue> HeaderField for T {
 impl<T: ExtValue> HeaderField for Option<T> {
     fn put(&self, key: &'static str, ext: &mut ExtFields) {
         if let Some(v) = self {
-            ext.insert(key, format_value(v));
+            ext.insert_static(key, format_value(v));
         }
     }
     fn take(ext: &ExtFields, header: &'static str, key: &'static str) -> Result<Self, HeaderError> {
@@ -221,6 +234,7 @@ macro_rules! command_header {
         impl $crate::protocol::ext::CommandHeader for $name {
             const NAME: &'static str = stringify!($name);
             fn write_to(&self, ext: &mut $crate::protocol::ext::ExtFields) {
+                ext.reserve([$($key),*].len());
                 $($crate::protocol::ext::HeaderField::put(&self.$field, $key, ext);)*
             }
             #[allow(unused_variables)]
