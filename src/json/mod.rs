@@ -148,6 +148,69 @@ impl fmt::Display for Value {
     }
 }
 
+/// An object read one entry at a time, for a caller that puts each field where it belongs
+/// instead of building a tree first (the JSON header of every frame). Accepts exactly what
+/// [`Value::parse`] accepts.
+pub(crate) struct ObjectEntries<'a> {
+    r: Reader<'a>,
+    first: bool,
+}
+
+impl<'a> ObjectEntries<'a> {
+    /// The object `input` holds; `Ok(None)` if it holds another valid value.
+    pub(crate) fn of(input: &'a [u8]) -> Result<Option<Self>, JsonError> {
+        let mut r = Reader { s: input, pos: 0 };
+        r.ws();
+        if r.peek() != Some(b'{') {
+            Value::parse(input)?;
+            return Ok(None);
+        }
+        r.pos += 1;
+        Ok(Some(Self { r, first: true }))
+    }
+
+    /// The next key, or None after the closing `}`; each key's value must be read next.
+    pub(crate) fn key(&mut self) -> Result<Option<Value>, JsonError> {
+        let key = self.r.next_key(0, self.first)?;
+        self.first = false;
+        Ok(key)
+    }
+
+    /// The value of the key just read.
+    pub(crate) fn value(&mut self) -> Result<Value, JsonError> {
+        self.r.value(1)
+    }
+
+    /// The value of the key just read: if it is an object, its entries go to `f` one at a
+    /// time and None is returned; any other value is returned as it is.
+    pub(crate) fn object_value(
+        &mut self,
+        mut f: impl FnMut(Value, Value),
+    ) -> Result<Option<Value>, JsonError> {
+        self.r.ws();
+        if self.r.peek() != Some(b'{') {
+            return self.value().map(Some);
+        }
+        self.r.pos += 1;
+        let mut first = true;
+        while let Some(k) = self.r.next_key(1, first)? {
+            first = false;
+            let v = self.r.value(2)?;
+            f(k, v);
+        }
+        Ok(None)
+    }
+
+    /// After the closing `}`: nothing but white space may follow.
+    pub(crate) fn finish(mut self) -> Result<(), JsonError> {
+        self.r.ws();
+        if self.r.pos != self.r.s.len() {
+            return Err(self.r.err("trailing characters after the value"));
+        }
+        Ok(())
+    }
+}
+
 struct Reader<'a> {
     s: &'a [u8],
     pos: usize,
@@ -222,47 +285,48 @@ impl Reader<'_> {
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
         self.pos += 1; // '{'
         let mut entries = Vec::new();
-        self.commas();
-        loop {
-            self.ws();
-            match self.peek() {
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(Value::Object(entries));
-                }
-                None => return Err(self.err("unterminated object")),
-                _ => {}
-            }
-            let key = match self.peek() {
-                // fastjson AllowUnQuotedFieldNames: a bare name is a string key.
-                Some(b) if is_ident_start(b) => {
-                    let w = self.ident();
-                    match w {
-                        "null" => Value::Null,
-                        "true" => Value::Bool(true),
-                        "false" => Value::Bool(false),
-                        _ => Value::String(w.to_owned()),
-                    }
-                }
-                // Any value may be a key: `{0:"addr"}`, `{{"topic":..}:100}`.
-                _ => self.value(depth + 1)?,
-            };
-            self.ws();
-            if self.peek() != Some(b':') {
-                return Err(self.err("expected ':' after an object key"));
-            }
-            self.pos += 1;
+        while let Some(key) = self.next_key(depth, entries.is_empty())? {
             let value = self.value(depth + 1)?;
             entries.push((key, value));
-            let comma = self.commas();
-            self.ws();
-            match self.peek() {
-                Some(b'}') => {}
-                _ if comma => {}
-                None => return Err(self.err("unterminated object")),
-                _ => return Err(self.err("expected ',' or '}' in an object")),
-            }
         }
+        Ok(Value::Object(entries))
+    }
+
+    /// Inside an object (after its `{`, `first`, or after an entry's value): the next key and
+    /// its `:`, or None once the closing `}` is consumed.
+    fn next_key(&mut self, depth: usize, first: bool) -> Result<Option<Value>, JsonError> {
+        // After `{`, leading commas; after a value, the separating ones.
+        let comma = self.commas();
+        self.ws();
+        match self.peek() {
+            Some(b'}') => {
+                self.pos += 1;
+                return Ok(None);
+            }
+            None => return Err(self.err("unterminated object")),
+            _ if first || comma => {}
+            _ => return Err(self.err("expected ',' or '}' in an object")),
+        }
+        let key = match self.peek() {
+            // fastjson AllowUnQuotedFieldNames: a bare name is a string key.
+            Some(b) if is_ident_start(b) => {
+                let w = self.ident();
+                match w {
+                    "null" => Value::Null,
+                    "true" => Value::Bool(true),
+                    "false" => Value::Bool(false),
+                    _ => Value::String(w.to_owned()),
+                }
+            }
+            // Any value may be a key: `{0:"addr"}`, `{{"topic":..}:100}`.
+            _ => self.value(depth + 1)?,
+        };
+        self.ws();
+        if self.peek() != Some(b':') {
+            return Err(self.err("expected ':' after an object key"));
+        }
+        self.pos += 1;
+        Ok(Some(key))
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
