@@ -101,7 +101,7 @@ client_cmd() { # CLIENT TOPIC GROUP COUNT [latency]
 }
 
 json_field() { # NAME FILE
-  sed -n "s/.*\"$1\":\\([0-9-]*\\).*/\\1/p" "$2" | head -1
+  sed -n "s/.*\"$1\":\\([0-9.-]*\\).*/\\1/p" "$2" | head -1
 }
 
 tmp=$(mktemp -d)
@@ -113,7 +113,8 @@ echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 topic="bench_clients_$stamp"
 "$RMQCAT" produce -q -n "$NAMESRV_ADDR" -t "$topic" --create 8 --count "$COUNT" --size "$SIZE"
 printf '\n%s messages of %s B over 8 queues, each client a new group from the first offset\n' "$COUNT" "$SIZE"
-printf '%-5s %-9s %8s %10s %9s %8s %9s\n' round client ms msg/s "CPU-s/M" "RSS MiB" switches
+# first: ms until the first message reached the listener (start-up; rmqcat's clients only).
+printf '%-5s %-9s %8s %10s %9s %8s %9s %7s\n' round client ms msg/s "CPU-s/M" "RSS MiB" switches first
 results=$tmp/throughput
 : >"$results"
 for w in $(seq "${WARMUP:-3}"); do
@@ -131,19 +132,22 @@ for round in $(seq "$ROUNDS"); do
       continue
     fi
     ms=$(json_field ms "$out")
+    first=$(json_field first_ms "$out")
     read -r user sys rss invol vol <"$tmp/time"
     cpu_m=$(awk -v u="$user" -v s="$sys" -v c="$COUNT" 'BEGIN { printf "%.2f", (u + s) * 1e6 / c }')
     switches=$((invol + vol))
-    echo "$client $ms $cpu_m $rss $switches $round" >>"$results"
-    printf '%-5s %-9s %8s %10s %9s %8s %9s\n' "$round" "$client" "$ms" "$((COUNT * 1000 / ms))" \
-      "$cpu_m" "$((rss / 1024))" "$switches"
+    echo "$client $ms $cpu_m $rss $switches $round ${first:--}" >>"$results"
+    printf '%-5s %-9s %8s %10s %9s %8s %9s %7s\n' "$round" "$client" "$ms" "$((COUNT * 1000 / ms))" \
+      "$cpu_m" "$((rss / 1024))" "$switches" "${first:--}"
   done
 done
 
 printf '\nmedians over %s rounds, and against the raw-pull ceiling\n' "$ROUNDS"
 # speed/raw is the ratio of the medians; per round, the median of each round's raw ms / client
 # ms: a client against the raw loop of its own round, minutes of the machine's drift apart less.
-printf '%-9s %8s %10s %9s %8s %9s %10s %10s %10s\n' client ms msg/s "CPU-s/M" "RSS MiB" switches "speed/raw" "per round" "CPU/raw"
+# first: the median start-up; after first: as "per round", with both clients' start-up taken
+# off (the ratio once both consume).
+printf '%-9s %8s %10s %9s %8s %9s %10s %10s %10s %7s %11s\n' client ms msg/s "CPU-s/M" "RSS MiB" switches "speed/raw" "per round" "CPU/raw" first "after first"
 awk -v count="$COUNT" -v rounds="$ROUNDS" '
   # Insertion sort: mawk has no asort.
   function median(list,   a, i, j, t, m) {
@@ -152,15 +156,19 @@ awk -v count="$COUNT" -v rounds="$ROUNDS" '
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
   }
   { order[$1] = order[$1] ? order[$1] : ++seen; ms[$1] = ms[$1] " " $2; cpu[$1] = cpu[$1] " " $3; rss[$1] = rss[$1] " " $4; sw[$1] = sw[$1] " " $5
-    at[$1, $6] = $2 }
+    at[$1, $6] = $2; if ($7 != "-" && $7 != "") { fst[$1] = fst[$1] " " $7; fat[$1, $6] = $7 } }
   END {
     rms = median(ms["raw"]); rcpu = median(cpu["raw"])
     for (c in order) names[order[c]] = c
     for (i = 1; i <= seen; i++) {
       c = names[i]; m = median(ms[c]); p = median(cpu[c]); per = ""
+      steady = ""
       for (r = 1; r <= rounds; r++) if (at["raw", r] && at[c, r]) per = per " " at["raw", r] / at[c, r]
-      printf "%-9s %8d %10d %9.2f %8d %9d %10s %10s %10s\n", c, m, count * 1000 / m, p, median(rss[c]) / 1024, median(sw[c]),
-        rms ? sprintf("%.2fx", rms / m) : "-", per != "" ? sprintf("%.2fx", median(per)) : "-", rcpu ? sprintf("%.2fx", p / rcpu) : "-"
+      for (r = 1; r <= rounds; r++) if ((("raw", r) in fat) && ((c, r) in fat) && at[c, r] > fat[c, r])
+        steady = steady " " (at["raw", r] - fat["raw", r]) / (at[c, r] - fat[c, r])
+      printf "%-9s %8d %10d %9.2f %8d %9d %10s %10s %10s %7s %11s\n", c, m, count * 1000 / m, p, median(rss[c]) / 1024, median(sw[c]),
+        rms ? sprintf("%.2fx", rms / m) : "-", per != "" ? sprintf("%.2fx", median(per)) : "-", rcpu ? sprintf("%.2fx", p / rcpu) : "-",
+        fst[c] != "" ? sprintf("%.1f", median(fst[c])) : "-", steady != "" ? sprintf("%.2fx", median(steady)) : "-"
     }
   }' "$results"
 

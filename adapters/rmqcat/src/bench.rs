@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
@@ -87,6 +87,9 @@ struct Tally {
     /// `--latency`.
     latencies_ms: Vec<AtomicU32>,
     want: u64,
+    /// When the first message reached the listener: start-up (routes, group membership,
+    /// assignment, offsets, the first pull) is the time until then.
+    first: OnceLock<Instant>,
     done: (Mutex<Option<Instant>>, Condvar),
 }
 
@@ -94,6 +97,9 @@ impl Tally {
     fn see(&self, msgs: &[MessageExt]) {
         // One counter gives both this call's latency slots and the total.
         let first = self.count.fetch_add(msgs.len() as u64, Ordering::Relaxed) as usize;
+        if first == 0 {
+            let _ = self.first.set(Instant::now());
+        }
         if first < self.latencies_ms.len() {
             let now = now_ms();
             for (slot, m) in self.latencies_ms.iter().skip(first).zip(msgs) {
@@ -153,6 +159,7 @@ pub(crate) fn run(o: Opts) -> Outcome {
             .map(|_| AtomicU32::new(0))
             .collect(),
         want: o.count,
+        first: OnceLock::new(),
         done: (Mutex::new(None), Condvar::new()),
     });
     let limit = Duration::from_secs(o.limit);
@@ -239,7 +246,8 @@ pub(crate) fn run(o: Opts) -> Outcome {
         let n = tally.count.load(Ordering::Relaxed);
         return Err(Failure::Runtime(format!("only {n} of {} messages in {} s", o.count, o.limit)));
     };
-    report(&o, &tally, last - started, used);
+    let first = tally.first.get().map_or(Duration::ZERO, |f| f.saturating_duration_since(started));
+    report(&o, &tally, last - started, first, used);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -270,7 +278,7 @@ fn usage() -> (f64, u64, u64) {
     (cpu, field(&status, "VmHWM:"), switches)
 }
 
-fn report(o: &Opts, t: &Tally, took: Duration, (cpu, rss_kib, switches): (f64, u64, u64)) {
+fn report(o: &Opts, t: &Tally, took: Duration, first: Duration, (cpu, rss_kib, switches): (f64, u64, u64)) {
     let n = t.count.load(Ordering::Relaxed);
     let bytes = t.bytes.load(Ordering::Relaxed);
     let secs = took.as_secs_f64().max(1e-9);
@@ -283,15 +291,16 @@ fn report(o: &Opts, t: &Tally, took: Duration, (cpu, rss_kib, switches): (f64, u
     if o.json {
         let latency = if o.latency { format!(",\"p50_ms\":{p50},\"p99_ms\":{p99}") } else { String::new() };
         out!(
-            "{{\"client\":\"{adapter}\",\"count\":{n},\"ms\":{},\"msg_per_s\":{:.0},\"mb_per_s\":{:.2},\"cpu_s\":{cpu:.2},\"cpu_s_per_million\":{:.2},\"peak_rss_kib\":{rss_kib},\"context_switches\":{switches}{latency}}}",
+            "{{\"client\":\"{adapter}\",\"count\":{n},\"ms\":{},\"first_ms\":{:.1},\"msg_per_s\":{:.0},\"mb_per_s\":{:.2},\"cpu_s\":{cpu:.2},\"cpu_s_per_million\":{:.2},\"peak_rss_kib\":{rss_kib},\"context_switches\":{switches}{latency}}}",
             took.as_millis(),
+            first.as_secs_f64() * 1e3,
             n as f64 / secs,
             bytes as f64 / secs / 1e6,
             cpu * 1e6 / n.max(1) as f64,
         );
     } else {
         out!(
-            "{n} messages through {adapter} in {took:.2?}: {:.0} msg/s, {:.2} MB/s",
+            "{n} messages through {adapter} in {took:.2?} (the first after {first:.1?}): {:.0} msg/s, {:.2} MB/s",
             n as f64 / secs,
             bytes as f64 / secs / 1e6
         );

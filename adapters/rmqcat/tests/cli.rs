@@ -781,9 +781,19 @@ fn bench_every_adapter(ns: &str, topic: &str, count: usize) {
         let num =
             |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or_else(|| panic!("{adapter}: {k} in {out}"));
         assert_eq!(num("count"), count as f64, "{adapter}: {out}");
-        for k in ["ms", "msg_per_s", "mb_per_s", "cpu_s_per_million", "peak_rss_kib", "context_switches"] {
+        for k in [
+            "ms",
+            "first_ms",
+            "msg_per_s",
+            "mb_per_s",
+            "cpu_s_per_million",
+            "peak_rss_kib",
+            "context_switches",
+        ] {
             assert!(num(k) > 0.0, "{adapter}: {k} in {out}");
         }
+        // Start-up is a part of the whole run.
+        assert!(num("first_ms") <= num("ms") + 1.0, "{adapter}: {out}");
         if latency {
             assert!(num("p99_ms") >= num("p50_ms"), "{adapter}: {out}");
         } else {
