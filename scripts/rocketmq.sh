@@ -769,7 +769,8 @@ cmd_start() {
 
   mkdir -p "$RMQ_STATE"
   prune_old_runs
-  local used; used=$(disk_used_pct "$RMQ_STATE")
+  local used; used=$(disk_used_pct "$RMQ_STATE") || die "df failed on $RMQ_STATE"
+  [[ $used =~ ^[0-9]+$ ]] || die "could not read the disk use of $RMQ_STATE"
   ((used < 90)) || die "the file system of $RMQ_STATE is $used% used: the broker refuses every send above 90% (fact 23); free some disk first"
   if ((used >= 85)); then
     log "WARNING: the file system of $RMQ_STATE is $used% used; above 90% the broker refuses every send (fact 23)"

@@ -26,7 +26,7 @@ cleanup() { [[ -n $started ]] && scripts/rocketmq.sh stop >/dev/null 2>&1 || tru
 trap cleanup EXIT
 # Each step's start, in seconds since the script began (CI keeps the whole run under 45 min).
 # With the disk in use: above 90% the broker refuses every send (scripts/rocketmq.sh, fact 23).
-disk() { df -P -k . | awk 'NR == 2 { t = $3 + $4; printf "disk %d%% used", ($3 * 100 + t - 1) / t }'; }
+disk() { df -P -k . | awk 'NR == 2 { t = $3 + $4; if (t <= 0) t = 1; printf "disk %d%% used", ($3 * 100 + t - 1) / t }'; }
 step() { printf '\n---- test.sh: %s (%ss, %s)\n' "$*" "$SECONDS" "$(disk)"; }
 
 step "cargo test on 5.3.3"

@@ -234,7 +234,7 @@ macro_rules! command_header {
         impl $crate::protocol::ext::CommandHeader for $name {
             const NAME: &'static str = stringify!($name);
             fn write_to(&self, ext: &mut $crate::protocol::ext::ExtFields) {
-                ext.reserve([$($key),*].len());
+                ext.reserve(<[&str]>::len(&[$($key),*]));
                 $($crate::protocol::ext::HeaderField::put(&self.$field, $key, ext);)*
             }
             #[allow(unused_variables)]

@@ -97,7 +97,7 @@ impl Tally {
     fn see(&self, msgs: &[MessageExt]) {
         // One counter gives both this call's latency slots and the total.
         let first = self.count.fetch_add(msgs.len() as u64, Ordering::Relaxed) as usize;
-        if first == 0 {
+        if first == 0 && !msgs.is_empty() {
             let _ = self.first.set(Instant::now());
         }
         if first < self.latencies_ms.len() {
