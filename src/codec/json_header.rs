@@ -76,7 +76,7 @@ fn read_field(
         }
         "extFields" => {
             // A repeated key: the last one wins, as for every other field.
-            let mut ext = ExtFields::new();
+            let mut ext = ExtFields::with_capacity(8);
             let other = entries.object_value(|fk, fv| {
                 let fk = match fk {
                     Value::String(s) => s,
