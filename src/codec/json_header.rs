@@ -13,17 +13,7 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
     let Some(mut entries) = ObjectEntries::of(header)? else {
         return Err(DecodeError::JsonHeaderField { field: "(header)", what: "is not a JSON object" });
     };
-    let mut cmd = RemotingCommand {
-        code: 0,
-        language: LanguageCode::JAVA,
-        version: 0,
-        opaque: 0,
-        flag: 0,
-        remark: None,
-        ext_fields: ExtFields::new(),
-        body: bytes::Bytes::new(),
-        serialize_type: SerializeType::Json,
-    };
+    let mut cmd = missing_every_field();
     // A field of the wrong type is reported once the whole header has been read: a syntax
     // error anywhere in it comes first, as when the header was parsed whole before its fields.
     let mut wrong_field = None;
@@ -44,6 +34,21 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
     match wrong_field {
         Some(e) => Err(e),
         None => Ok(cmd),
+    }
+}
+
+/// A header with no fields, as fastjson reads one: `language` JAVA, numbers 0.
+fn missing_every_field() -> RemotingCommand {
+    RemotingCommand {
+        code: 0,
+        language: LanguageCode::JAVA,
+        version: 0,
+        opaque: 0,
+        flag: 0,
+        remark: None,
+        ext_fields: ExtFields::new(),
+        body: bytes::Bytes::new(),
+        serialize_type: SerializeType::Json,
     }
 }
 
@@ -151,17 +156,7 @@ mod tests {
         let Value::Object(entries) = Value::parse(header)? else {
             return Err(DecodeError::JsonHeaderField { field: "(header)", what: "is not a JSON object" });
         };
-        let mut cmd = RemotingCommand {
-            code: 0,
-            language: LanguageCode::JAVA,
-            version: 0,
-            opaque: 0,
-            flag: 0,
-            remark: None,
-            ext_fields: ExtFields::new(),
-            body: bytes::Bytes::new(),
-            serialize_type: SerializeType::Json,
-        };
+        let mut cmd = missing_every_field();
         for (k, val) in entries {
             let Value::String(key) = k else { continue };
             match key.as_str() {
