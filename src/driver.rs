@@ -25,7 +25,7 @@ use crate::codec::{FrameReader, Outbound, RemotingCodec};
 use crate::consumer::Consumer;
 use crate::error::UsageError;
 use crate::event::{
-    Batch, BatchId, Command, ConsumeResult, DisconnectReason, Event, Input, IoFailure, Output, PeerAddr,
+    Batch, BatchId, Command, ConsumeResult, DisconnectReason, Event, Input, IoFailure, Output, PeerAddr, Run,
 };
 use crate::message::MessageQueue;
 
@@ -67,6 +67,9 @@ pub enum DriverOutput {
     /// Run user code on a batch, then report with [`Driver::consumed`] (and, after
     /// [`Driver::report_starts`], with [`Driver::started`] when the listener call begins).
     Consume(Batch),
+    /// After [`Driver::report_starts`]: several concurrent batches of one queue at once, each to
+    /// run and report as a [`Consume`](Self::Consume) (see [`Run`]).
+    ConsumeRun(Run),
     /// After [`Driver::report_starts`]: do not start this batch if it has not started yet (its
     /// queue went away, or the shutdown deadline passed). A result that still comes is refused
     /// harmlessly.
@@ -169,6 +172,7 @@ impl Driver {
             match self.consumer.poll_output() {
                 // Most outputs are batches: straight through (the queue is empty here).
                 Some(Output::Consume(batch)) => return Some(DriverOutput::Consume(batch)),
+                Some(Output::ConsumeRun(run)) => return Some(DriverOutput::ConsumeRun(run)),
                 Some(output) => self.on_output(output, now),
                 None => {
                     if self.consumer.is_terminated() && !self.terminated_sent {
@@ -360,6 +364,7 @@ impl Driver {
                 self.send(t.peer, bytes, now);
             }
             Output::Consume(batch) => self.out.push_back(DriverOutput::Consume(batch)),
+            Output::ConsumeRun(run) => self.out.push_back(DriverOutput::ConsumeRun(run)),
             Output::Withdraw(id) => self.out.push_back(DriverOutput::Withdraw(id)),
             Output::Disconnect { peer } => {
                 if let Some(l) = self.links.remove(&peer) {

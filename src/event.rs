@@ -58,8 +58,27 @@ impl From<&str> for PeerAddr {
 }
 
 /// Identifies one [`Batch`] handed to user code; answer it with [`Input::Consumed`].
+///
+/// The low [`UNIT_BITS`](Self::UNIT_BITS) bits number the batches of one [`Run`]: batch `u`
+/// of the run whose first batch is `r` is `r.unit(u)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BatchId(pub u64);
+
+impl BatchId {
+    /// Bits of an id that number the batches of one run (so a run holds at most 64).
+    pub const UNIT_BITS: u32 = 6;
+    const UNIT_MASK: u64 = (1 << Self::UNIT_BITS) - 1;
+
+    /// Batch `u` of the run this id is the first batch of.
+    pub fn unit(self, u: usize) -> Self {
+        Self(self.0 | (u as u64 & Self::UNIT_MASK))
+    }
+
+    /// The run's first batch, and this batch's index in the run.
+    pub fn split(self) -> (Self, usize) {
+        (Self(self.0 & !Self::UNIT_MASK), (self.0 & Self::UNIT_MASK) as usize)
+    }
+}
 
 impl fmt::Display for BatchId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -462,6 +481,60 @@ pub struct Batch {
     pub kind: BatchKind,
 }
 
+/// Consecutive batches of one queue handed out at once, where the adapter queues batches itself
+/// ([`Consumer::report_starts`](crate::consumer::Consumer::report_starts)): one pull's ready
+/// messages in listener calls of `consumeMessageBatchMaxSize`. Each batch is what a lone
+/// [`Batch`] is — one listener call, started, answered, timed out and withdrawn on its own —
+/// and [`batches`](Self::batches) makes them; handing them over together only saves the
+/// per-batch hand-off.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub(crate) first: BatchId,
+    pub(crate) queue: Arc<MessageQueue>,
+    pub(crate) messages: Messages,
+    /// Messages per batch (the last may have fewer).
+    pub(crate) unit: u32,
+}
+
+impl Run {
+    /// How many batches.
+    pub fn len(&self) -> usize {
+        self.messages.len().div_ceil(self.unit.max(1) as usize)
+    }
+
+    /// Never true: a run holds a batch at least.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The queue the messages came from.
+    pub fn queue(&self) -> &Arc<MessageQueue> {
+        &self.queue
+    }
+
+    /// Every message of the run, in offset order.
+    pub fn messages(&self) -> &[MessageExt] {
+        &self.messages
+    }
+
+    /// The batches, in order (concurrent ones; ids `first.unit(0)`, `first.unit(1)`, …).
+    pub fn batches(self) -> impl Iterator<Item = Batch> {
+        let unit = self.unit.max(1);
+        let n = self.len();
+        let Self { first, queue, messages, .. } = self;
+        (0..n).map(move |u| {
+            let start = messages.start + u as u32 * unit;
+            let end = start.saturating_add(unit).min(messages.end);
+            Batch {
+                id: first.unit(u),
+                queue: queue.clone(),
+                messages: Messages { chunk: messages.chunk.clone(), start, end },
+                kind: BatchKind::Concurrent,
+            }
+        })
+    }
+}
+
 /// What the adapter should do next.
 #[derive(Debug)]
 #[must_use]
@@ -472,6 +545,9 @@ pub enum Output {
     Transmit(Box<Transmit>),
     /// Run user code on a batch, then answer with [`Input::Consumed`].
     Consume(Batch),
+    /// Run user code on each batch of a run, and answer each (only where the adapter reports
+    /// starts).
+    ConsumeRun(Run),
     /// Do not start this batch after all (its queue was released, or the consumer is shutting
     /// down): drop it if it has not started. Only where the adapter reports starts; a result
     /// that still comes is ignored.
@@ -847,4 +923,39 @@ pub enum MalformedFrame {
     /// consumed; the broker hands them out again after their invisible time).
     #[error("pop receipts: {0}")]
     Receipt(#[from] crate::protocol::receipt::ReceiptError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_its_batches_in_order_each_with_its_own_id_and_messages() {
+        // Messages 2..12 of a chunk of 14, three per batch: 2-4, 5-7, 8-10, 11.
+        let chunk: Vec<MessageExt> = (0..14)
+            .map(|o| {
+                let mut m = MessageExt::new("T", vec![0u8; 1]);
+                m.queue_offset = o;
+                m
+            })
+            .collect();
+        let first = BatchId(5 << BatchId::UNIT_BITS);
+        let queue = Arc::new(MessageQueue::new("T", "b", 0));
+        let run = Run { first, queue, messages: Messages::new(Arc::new(chunk), 2, 12), unit: 3 };
+        assert_eq!((run.len(), run.messages().len()), (4, 10));
+        let batches: Vec<(BatchId, Vec<i64>, BatchKind)> = run
+            .batches()
+            .map(|b| (b.id, b.messages.iter().map(|m| m.queue_offset).collect(), b.kind))
+            .collect();
+        let expected: Vec<(BatchId, Vec<i64>, BatchKind)> =
+            [vec![2, 3, 4], vec![5, 6, 7], vec![8, 9, 10], vec![11]]
+                .into_iter()
+                .enumerate()
+                .map(|(u, o)| (first.unit(u), o, BatchKind::Concurrent))
+                .collect();
+        assert_eq!(batches, expected);
+        for (u, (id, _, _)) in batches.iter().enumerate() {
+            assert_eq!(id.split(), (first, u), "{id} is batch {u} of {first}");
+        }
+    }
 }

@@ -66,6 +66,7 @@
 //!                 // run user code on &batch.messages, then:
 //!                 driver.consumed(batch.id, ConsumeResult::SUCCESS, Instant::now())?;
 //!             }
+//!             DriverOutput::ConsumeRun(_) => { /* only after driver.report_starts(): its batches, as above */ }
 //!             DriverOutput::Withdraw(_) => { /* only after driver.report_starts() */ }
 //!             DriverOutput::PersistLocalOffsets(offsets) => { /* broadcasting: store them */ }
 //!             DriverOutput::Event(e) => eprintln!("{e:?}"),
@@ -101,8 +102,9 @@
 //!   batch is an error and changes nothing; results for released queues are discarded. At most
 //!   `consumeThreadMin` concurrent batches are with user code at once; the rest wait in the core,
 //!   so a batch's consume timeout runs from the listener's start. An adapter that queues batches
-//!   itself ([`Consumer::report_starts`]; ours all do) gets them all at once instead, reports
-//!   each start ([`Driver::started`]), and is told to drop those not started when their queue
+//!   itself ([`Consumer::report_starts`]; ours all do) gets them all at once instead — a pull's
+//!   ready messages as one [`Run`] of batches, one hand-off for all — reports each start
+//!   ([`Driver::started`]), and is told to drop those not started when their queue
 //!   goes away or the shutdown deadline passes ([`DriverOutput::Withdraw`]): the timeout still
 //!   runs from the start, and a withdrawn batch never reaches user code. A call that answered
 //!   before its start was reported needs no report (it can no longer time out). A shutdown lets
@@ -203,7 +205,7 @@ pub use driver::{Driver, DriverOutput, FRAME_STALL_TIMEOUT, LinkId};
 pub use error::UsageError;
 pub use event::{
     Batch, BatchId, BatchKind, Command, ConsumeContext, ConsumeResult, ConsumeStatus, DisconnectReason,
-    Event, Input, IoFailure, MalformedFrame, Messages, Output, PeerAddr, QueueSelector, Request, SeekTo,
+    Event, Input, IoFailure, MalformedFrame, Messages, Output, PeerAddr, QueueSelector, Request, Run, SeekTo,
     Transmit,
 };
 pub use message::{Message, MessageExt, MessageQueue};

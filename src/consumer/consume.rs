@@ -7,12 +7,13 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::Consumer;
+use super::in_flight::{InFlight, MAX_UNITS, unit_in, unit_of};
 use super::lifecycle::RunState;
 use super::requests::{Failure, PendingKind};
 use crate::config::ConsumeMode;
 use crate::error::UsageError;
 use crate::event::{
-    Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, Messages, Output, PeerAddr, Request,
+    Batch, BatchId, BatchKind, ConsumeResult, ConsumeStatus, Event, Messages, Output, PeerAddr, Request, Run,
 };
 use crate::message::{Message, keys};
 use crate::process_queue::EntryState;
@@ -21,25 +22,6 @@ use crate::protocol::body::{CMResult, ConsumeMessageDirectlyResult, JsonBody, Me
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
 use crate::timer::{QueueKey, Timer};
-
-/// A batch handed to user code.
-#[derive(Debug)]
-pub(super) struct InFlight {
-    pub(super) key: QueueKey,
-    pub(super) offsets: SmallVec<[i64; 4]>,
-    /// Past `consumeTimeout`: its messages were sent back; the late result is ignored.
-    pub(super) timed_out: bool,
-    /// Orderly: the queue restarted under a new key while this ran; the result is ignored but
-    /// still frees the queue for its next batch.
-    pub(super) discard: bool,
-    /// Handed out to user code (a concurrent batch may wait for a listener slot first).
-    pub(super) started: bool,
-    /// When it went out, or when the adapter reports user code started on it, in ms since the
-    /// consumer started (consume RT; 4 bytes, where an `Instant` would grow every entry by 16).
-    pub(super) since_ms: u32,
-    /// POP: the receipts to answer with (`offsets` are then only the messages' queue offsets).
-    pub(super) pop: Option<Box<super::pop::PopBatch>>,
-}
 
 /// A message on its way back to the broker.
 #[derive(Debug)]
@@ -72,16 +54,7 @@ pub(super) fn succeeded(result: &ConsumeResult, n: usize) -> usize {
     }
 }
 
-/// Delay level the consume-timeout path uses (`cleanExpireMsg` sends back with level 3).
-const TIMEOUT_DELAY_LEVEL: i32 = 3;
-
 impl Consumer {
-    pub(super) fn next_batch_id(&mut self) -> BatchId {
-        let id = BatchId(self.next_batch);
-        self.next_batch += 1;
-        id
-    }
-
     /// Hand `offsets` of `key` to user code in batches of `consumeMessageBatchMaxSize`.
     pub(super) fn dispatch(&mut self, key: QueueKey, offsets: &[i64]) {
         let mut i = 0;
@@ -94,12 +67,14 @@ impl Consumer {
         }
     }
 
-    /// Hand out one batch from the front of `offsets`: a run of consecutive entries of one
-    /// pull's chunk (it shares the chunk, no copies), at most `consumeMessageBatchMaxSize`.
-    /// Returns the batch (None if the first offset is not held) and how many offsets it used.
+    /// Hand out one run from the front of `offsets`: consecutive entries of one pull's chunk
+    /// (it shares the chunk, no copies), in batches (units) of `consumeMessageBatchMaxSize`, at
+    /// most [`MAX_UNITS`] of them; orderly, one batch. Returns the run (None if the first
+    /// offset is not held) and how many offsets it used.
     pub(super) fn dispatch_run(&mut self, key: QueueKey, offsets: &[i64]) -> (Option<BatchId>, usize) {
-        let size = self.cfg.consume_message_batch_max_size;
+        let size = self.cfg.consume_message_batch_max_size.max(1);
         let orderly = self.cfg.consume_mode == ConsumeMode::Orderly;
+        let most = if orderly { size } else { size.saturating_mul(MAX_UNITS) };
         let wall = self.wall_ms();
         let Some(q) = self.queues.get_mut(key) else { return (None, 0) };
         q.last_consume_ms = wall;
@@ -108,7 +83,7 @@ impl Consumer {
         let (chunk, chunk_id, start) = (first.chunk().clone(), first.chunk_id(), first.index());
         let mut run: SmallVec<[i64; 4]> = SmallVec::new();
         run.push(offsets[0]);
-        while run.len() < size && run.len() < offsets.len() {
+        while run.len() < most && run.len() < offsets.len() {
             match q.pq.get_mut(offsets[run.len()]) {
                 Some(mut e) if e.chunk_id() == chunk_id && e.index() == start + run.len() => {
                     e.set_state(EntryState::InFlight);
@@ -118,178 +93,38 @@ impl Consumer {
             }
         }
         let used = run.len();
-        let messages = Messages::new(chunk, start, start + used);
+        let units = used.div_ceil(size);
         let queue = q.user_mq.clone();
         let id = self.next_batch_id();
-        // A concurrent batch with a listener slot free starts now (`hand_out`, without looking
-        // it up again).
-        let starts_now = !orderly && !self.starts_reported && self.running < self.cfg.consume_thread_min;
-        self.batches.insert(
-            id,
-            InFlight {
-                key,
-                offsets: run,
-                timed_out: false,
-                discard: false,
-                started: orderly || starts_now,
-                since_ms: self.now_ms,
-                pop: None,
-            },
-        );
-        let batch = Batch { id, queue, messages, kind: BatchKind::Concurrent };
-        if orderly {
-            // One batch per queue at most, and no consume timeout (as in Java): out at once.
-            self.outputs.push_back(Output::Consume(Batch { kind: BatchKind::Orderly, ..batch }));
-        } else if starts_now {
-            self.run_batch(batch);
-        } else if self.starts_reported {
-            // The adapter queues it (see `hand_out`).
-            self.outputs.push_back(Output::Consume(batch));
-        } else {
-            self.hand_out(batch);
+        // Orderly batches are out at once, with no listener slot.
+        self.batches.insert(id, InFlight::run(key, run, size, orderly, self.now_ms));
+        if self.starts_reported && !orderly && units > 1 {
+            // The adapter queues batches itself: the whole run at once.
+            let messages = Messages::new(chunk, start, start + used);
+            let unit = u32::try_from(size).unwrap_or(u32::MAX);
+            self.outputs.push_back(Output::ConsumeRun(Run { first: id, queue, messages, unit }));
+            return (Some(id), used);
         }
-        (Some(id), used)
-    }
-
-    /// Concurrent batches go to user code only as fast as listener slots (`consumeThreadMin`)
-    /// free up; the rest wait here, in order. So a batch starts when it is handed out, and its
-    /// consume timeout counts from then — never while it waits behind others (Java times
-    /// consumption from the start of the listener call too).
-    ///
-    /// Where the adapter queues batches itself and reports when each starts
-    /// ([`report_starts`](Consumer::report_starts)), every batch goes out at once and its
-    /// timeout counts from the reported start instead: one hand-off per batch of ready work
-    /// rather than a round trip per listener slot.
-    pub(super) fn hand_out(&mut self, batch: Batch) {
-        if self.starts_reported {
-            self.outputs.push_back(Output::Consume(batch));
-            return;
-        }
-        if self.running >= self.cfg.consume_thread_min {
-            self.waiting.push_back(batch);
-            return;
-        }
-        if let Some(b) = self.batches.get_mut(&batch.id) {
-            b.started = true;
-            b.since_ms = self.now_ms;
-        }
-        self.run_batch(batch);
-    }
-
-    /// `batch` (marked started) goes to user code now.
-    fn run_batch(&mut self, batch: Batch) {
-        self.running += 1;
-        // Every batch gets the same timeout, so deadlines arrive in hand-out order: a FIFO and
-        // one timer replace a timer per batch.
-        self.time_out_at(batch.id, self.now + self.cfg.consume_timeout);
-        self.outputs.push_back(Output::Consume(batch));
-    }
-
-    fn time_out_at(&mut self, id: BatchId, deadline: Instant) {
-        let first = if self.timeouts.back().is_none_or(|(d, _)| *d <= deadline) {
-            self.timeouts.push_back((deadline, id));
-            self.timeouts.len() == 1
-        } else {
-            // Reported starts may come slightly out of order: keep the FIFO sorted.
-            let at = self.timeouts.partition_point(|(d, _)| *d <= deadline);
-            self.timeouts.insert(at, (deadline, id));
-            at == 0
-        };
-        if self.timeouts.len() > 2 * self.batches.len() + 64 {
-            // Entries of finished batches behind a long one: drop them, so the FIFO stays
-            // proportional to the batches out rather than to the throughput over a timeout.
-            let batches = &self.batches;
-            self.timeouts.retain(|(_, id)| batches.contains_key(id));
-        }
-        // While the FIFO holds entries the scan is armed no later than its front (the scan
-        // re-arms itself for the next live one), so only a new front needs the timer.
-        if first {
-            self.timers.set_if_earlier(Timer::ConsumeTimeoutScan, deadline);
-        }
-    }
-
-    /// Drop the entries of finished batches at the front of the timeout FIFO (`done` has just
-    /// finished: batches mostly finish in the order they started).
-    fn trim_timeouts(&mut self, done: BatchId) {
-        if self.timeouts.front().is_some_and(|(_, id)| *id == done) {
-            self.timeouts.pop_front();
-        }
-        while let Some((_, id)) = self.timeouts.front() {
-            if self.batches.get(id).is_some_and(|b| !b.timed_out) {
-                return;
-            }
-            self.timeouts.pop_front();
-        }
-    }
-
-    /// The adapter started user code on a batch at `at`. Unknown batches (withdrawn, direct,
-    /// answered already) and orderly ones (started when handed out) are ignored.
-    pub(super) fn on_started(&mut self, id: BatchId, at: Instant) {
-        let at_ms = self.ms_since_start(at);
-        let Some(b) = self.batches.get_mut(&id) else { return };
-        if b.started || b.timed_out {
-            return;
-        }
-        b.started = true;
-        b.since_ms = at_ms;
-        self.running += 1;
-        self.time_out_at(id, at + self.cfg.consume_timeout);
-    }
-
-    /// A listener slot freed up: hand out the next waiting batches that still matter.
-    fn slot_freed(&mut self) {
-        self.running = self.running.saturating_sub(1);
-        while self.running < self.cfg.consume_thread_min {
-            let Some(batch) = self.waiting.pop_front() else { return };
-            // Looked up once: marked started here, as `hand_out` would.
-            let live = match self.batches.get_mut(&batch.id) {
-                Some(b) if self.queues.get(b.key).is_some() => {
-                    b.started = true;
-                    b.since_ms = self.now_ms;
-                    true
+        for u in 0..units {
+            let from = start + u * size;
+            let messages = Messages::new(chunk.clone(), from, (from + size).min(start + used));
+            let kind = if orderly { BatchKind::Orderly } else { BatchKind::Concurrent };
+            let batch = Batch { id: id.unit(u), queue: queue.clone(), messages, kind };
+            if orderly || self.starts_reported {
+                // Orderly: one batch per queue at most, and no consume timeout (as in Java).
+                // Reported starts: the adapter queues it (see `hand_out`).
+                self.outputs.push_back(Output::Consume(batch));
+            } else if self.running < self.cfg.consume_thread_min {
+                // A listener slot is free: it starts now.
+                if let Some(b) = self.batches.get_mut(&id) {
+                    b.started |= 1 << u;
                 }
-                _ => false,
-            };
-            if live {
                 self.run_batch(batch);
             } else {
-                // Its queue was released or moved meanwhile: it never runs.
-                self.batches.remove(&batch.id);
+                self.waiting.push_back(batch);
             }
         }
-    }
-
-    /// The queue `key` goes away: batches of it the adapter has not started never will (Java
-    /// checks `ProcessQueue.isDropped` before the listener call). Waiting ones are dropped when
-    /// their turn comes (`slot_freed`).
-    pub(super) fn withdraw_unstarted(&mut self, key: Option<QueueKey>) {
-        if !self.starts_reported {
-            return;
-        }
-        let mut ids: SmallVec<[BatchId; 16]> = self
-            .batches
-            .iter()
-            .filter(|(_, b)| !b.started && key.is_none_or(|k| b.key == k))
-            .map(|(id, _)| *id)
-            .collect();
-        // Deterministic order, whatever the map's.
-        ids.sort_unstable();
-        for id in ids {
-            self.batches.remove(&id);
-            self.outputs.push_back(Output::Withdraw(id));
-        }
-    }
-
-    /// Shutdown: batches still waiting here for a slot are never handed out (their messages
-    /// stay uncommitted and are delivered again after a restart). Those an adapter queued for
-    /// its threads run, as handed-out batches do everywhere, until the shutdown deadline takes
-    /// back the rest: withdrawing them at once would race with threads starting them (a batch
-    /// started but not yet reported would run with its result refused, and replay after the
-    /// restart though its listener saw it).
-    pub(super) fn drop_waiting_batches(&mut self) {
-        for batch in std::mem::take(&mut self.waiting) {
-            self.batches.remove(&batch.id);
-        }
+        (Some(id), used)
     }
 
     pub(super) fn on_consumed(&mut self, id: BatchId, result: ConsumeResult) -> Result<(), UsageError> {
@@ -300,74 +135,163 @@ impl Consumer {
             }
         }
         // Never dispatched, or answered already.
-        let Some(mut b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
+        let (starts_reported, orderly) =
+            (self.starts_reported, self.cfg.consume_mode == ConsumeMode::Orderly);
+        let Some((b, u)) = unit_in(&mut self.batches, id) else { return Err(UsageError::UnknownBatch(id)) };
         // A batch still waiting for a slot was never handed out (where starts are reported, a
         // result may come without its start: it is as good).
-        if !(b.started || self.starts_reported) {
-            self.batches.insert(id, b);
+        if !(b.is_started(u) || starts_reported) {
             return Err(UsageError::UnknownBatch(id));
         }
-        if let Some(pop) = b.pop.take() {
-            if pop.order.is_some() {
-                self.on_pop_order_consumed(id, &b, *pop, &result);
+        let (started, timed_out, key, since_ms) = (b.is_started(u), b.is_timed_out(u), b.key, b.since(u));
+        if b.pop.is_some() || orderly {
+            // One unit: the entry goes.
+            let Some(mut b) = self.batches.remove(&id) else { return Err(UsageError::UnknownBatch(id)) };
+            if let Some(pop) = b.pop.take() {
+                if pop.order.is_some() {
+                    self.on_pop_order_consumed(id, &b, *pop, &result);
+                    return Ok(());
+                }
+                if started {
+                    self.trim_timeouts(id);
+                    self.slot_freed();
+                }
+                self.on_pop_consumed(&b, *pop, &result);
                 return Ok(());
             }
-            if b.started {
-                self.trim_timeouts(id);
-                self.slot_freed();
-            }
-            self.on_pop_consumed(&b, *pop, &result);
-            return Ok(());
-        }
-        if self.cfg.consume_mode == ConsumeMode::Orderly {
             self.on_orderly_result(id, b, result);
             return Ok(());
         }
-        if b.started {
+        let len = b.unit_len as usize;
+        let from = (u * len).min(b.offsets.len());
+        let to = (from + len).min(b.offsets.len());
+        b.done |= 1 << u;
+        let (run, _) = unit_of(id);
+        let gone = if b.all_done() { self.batches.remove(&run) } else { None };
+        if started {
             self.trim_timeouts(id);
             self.slot_freed();
         }
-        if b.timed_out || self.queues.get(b.key).is_none() {
+        if timed_out || self.queues.get(key).is_none() {
             // Timed out (already sent back) or the queue was released or moved: discard.
             return Ok(());
         }
-        let n = b.offsets.len();
+        let n = to - from;
         let ok = succeeded(&result, n);
         self.stats.consumed_ok += ok as u64;
         self.stats.consumed_failed += (n - ok) as u64;
-        self.count_consumed(&b, ok);
-        let Some(q) = self.queues.get_mut(b.key) else { return Ok(()) };
-        for o in &b.offsets[..ok] {
+        self.count_done(key, started, since_ms, n, ok);
+        // The unit's offsets, where the run's entry is (gone with its last unit, or still held).
+        let offsets = match gone.as_ref().or_else(|| self.batches.get(&run)) {
+            Some(e) => &e.offsets[from..to],
+            None => &[][..],
+        };
+        let Some(q) = self.queues.get_mut(key) else { return Ok(()) };
+        for o in &offsets[..ok] {
             q.pq.remove(*o);
         }
-        let failed = &b.offsets[ok..];
-        if !failed.is_empty() {
+        if ok < n {
+            let failed: SmallVec<[i64; 4]> = offsets[ok..].iter().copied().collect();
             if self.cfg.message_model == MessageModel::Broadcasting {
                 // Java drops broadcasting failures (there is no per-client retry topic).
-                for o in failed {
+                for o in &failed {
                     q.pq.remove(*o);
                 }
                 let queue = (*q.user_mq).clone();
                 self.emit(Event::FailedMessagesDropped { queue, count: failed.len() });
             } else {
-                for o in failed.iter().copied().collect::<SmallVec<[i64; 4]>>() {
-                    self.send_back(b.key, o, result.delay_level);
+                for o in failed {
+                    self.send_back(key, o, result.delay_level);
                 }
             }
         }
-        self.update_commit(b.key);
+        self.update_commit(key);
         Ok(())
     }
 
-    /// Java's CONSUME_RT, CONSUME_OK_TPS and CONSUME_FAILED_TPS for a finished batch, `ok` of
-    /// its messages consumed.
+    /// `id` and the results after it, while they are units of the same run that succeeded in
+    /// full (the adapter answers a pass's calls together, a run's mostly in order): all
+    /// finished at once, as [`on_consumed`](Self::on_consumed) would one by one, with one
+    /// look-up and one commit update. Only where the adapter reports starts: no batch waits here
+    /// for a slot, so a started unit's end only frees its slot. False (nothing taken) when `id`
+    /// is not such a unit; the caller goes the general way.
+    pub(super) fn consumed_together<I>(
+        &mut self,
+        id: BatchId,
+        result: &ConsumeResult,
+        rest: &mut std::iter::Peekable<I>,
+    ) -> bool
+    where
+        I: Iterator<Item = (BatchId, ConsumeResult)>,
+    {
+        let (run, _) = unit_of(id);
+        let Some(b) = self.batches.get_mut(&run) else { return false };
+        let Some(q) = self.queues.get_mut(b.key) else { return false };
+        if b.pop.is_some() || b.units() == 1 {
+            return false;
+        }
+        // Unit `u` of this run, out, in time, and every message of it a success.
+        let in_full = |b: &InFlight, id: BatchId, result: &ConsumeResult| {
+            let (r, u) = unit_of(id);
+            r == run && u < b.units() && (b.done | b.timed_out) & (1 << u) == 0 && {
+                let n = b.unit_offsets(u).len();
+                succeeded(result, n) == n
+            }
+        };
+        if !self.starts_reported || !in_full(b, id, result) {
+            return false;
+        }
+        let (mut units, mut messages, mut freed, mut rt) = (0u64, 0usize, 0usize, 0u64);
+        let mut next = Some(id);
+        while let Some(id) = next {
+            let u = unit_of(id).1;
+            b.done |= 1 << u;
+            if b.is_started(u) {
+                // Its slot frees; its time counts (see `count_done`: one answered without a
+                // start took none).
+                freed += 1;
+                rt += self.now_ms.wrapping_sub(b.since(u)) as u64;
+            }
+            let offsets = b.unit_offsets(u);
+            for o in offsets {
+                q.pq.remove(*o);
+            }
+            units += 1;
+            messages += offsets.len();
+            next = rest.next_if(|(id, result)| in_full(b, *id, result)).map(|(id, _)| id);
+        }
+        let (key, slot) = (b.key, q.stats_slot);
+        if b.all_done() {
+            self.batches.remove(&run);
+        }
+        if freed > 0 {
+            self.running = self.running.saturating_sub(freed);
+            self.trim_timeouts(id);
+        }
+        self.stats.consumed_ok += messages as u64;
+        if let Some(w) = self.windows.at(slot) {
+            w.consume_rt.add(rt, units);
+            w.consume_ok.add(messages as u64, units);
+            w.consume_failed.add(0, units);
+        }
+        self.update_commit(key);
+        true
+    }
+
+    /// Java's CONSUME_RT, CONSUME_OK_TPS and CONSUME_FAILED_TPS for a finished batch of one
+    /// unit, `ok` of its messages consumed.
     pub(super) fn count_consumed(&mut self, b: &InFlight, ok: usize) {
-        let Some(slot) = self.queues.get(b.key).map(|q| q.stats_slot) else { return };
+        self.count_done(b.key, b.is_started(0), b.since(0), b.offsets.len(), ok);
+    }
+
+    /// The same for a finished unit of `n` messages of `key`, started (or not) at `since_ms`.
+    fn count_done(&mut self, key: QueueKey, started: bool, since_ms: u32, n: usize, ok: usize) {
+        let Some(slot) = self.queues.get(key).map(|q| q.stats_slot) else { return };
         // Where starts are reported, a batch answered without one answered at once: its wait in
         // the adapter's queue is not consumption time.
-        let at_once = self.starts_reported && !b.started;
-        let rt = if at_once { 0 } else { self.now_ms.wrapping_sub(b.since_ms) as u64 };
-        let failed = b.offsets.len().saturating_sub(ok);
+        let at_once = self.starts_reported && !started;
+        let rt = if at_once { 0 } else { self.now_ms.wrapping_sub(since_ms) as u64 };
+        let failed = n.saturating_sub(ok);
         if let Some(w) = self.windows.at(slot) {
             w.consume_rt.add(rt, 1);
             w.consume_ok.add(ok as u64, 1);
@@ -553,37 +477,6 @@ impl Consumer {
             .collect();
         if !ready.is_empty() {
             self.dispatch(r.key, &ready);
-        }
-    }
-
-    /// Batches past `consumeTimeout` are sent back (Java's `cleanExpireMsg`, but on time rather
-    /// than on a 15-minute sweep); their late results are ignored.
-    pub(super) fn scan_consume_timeouts(&mut self) {
-        while let Some(&(deadline, id)) = self.timeouts.front() {
-            let live = self.batches.get(&id).is_some_and(|b| !b.timed_out);
-            if !live {
-                self.timeouts.pop_front();
-                continue;
-            }
-            if deadline > self.now {
-                self.timers.set(Timer::ConsumeTimeoutScan, deadline);
-                return;
-            }
-            self.timeouts.pop_front();
-            let Some(b) = self.batches.get_mut(&id) else { continue };
-            b.timed_out = true;
-            // POP: nothing to send back; unanswered, the message comes back after its invisible time.
-            let popped = b.pop.is_some();
-            let (key, offsets) = (b.key, b.offsets.clone());
-            self.stats.consume_timeouts += 1;
-            let Some(q) = self.queues.get(key) else { continue };
-            let queue = (*q.user_mq).clone();
-            self.emit(Event::ConsumeTimeout { batch: id, queue });
-            if self.cfg.message_model == MessageModel::Clustering && !popped {
-                for o in offsets {
-                    self.send_back(key, o, TIMEOUT_DELAY_LEVEL);
-                }
-            }
         }
     }
 

@@ -234,7 +234,7 @@ impl Consumer {
         loop {
             match self.state {
                 RunState::Draining => {
-                    let busy = self.batches.values().any(|b| !b.timed_out)
+                    let busy = self.batches.values().any(super::in_flight::InFlight::any_live)
                         || !self.send_backs.is_empty()
                         || self.pop_requests_out > 0
                         || !self.pop_acks.is_empty();

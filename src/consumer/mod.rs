@@ -18,6 +18,7 @@
 
 mod broker_requests;
 mod consume;
+mod in_flight;
 mod lifecycle;
 mod locks;
 mod offsets;
@@ -47,7 +48,8 @@ use crate::protocol::body::{HeartbeatData, SubscriptionData};
 use crate::stats::{SAMPLE_EVERY, Stats, StatsBook, TopicStats};
 use crate::timer::{Timer, TimerQueue};
 
-use consume::{DirectReply, InFlight, LocalRetry, SendBack};
+use consume::{DirectReply, LocalRetry, SendBack};
+use in_flight::InFlight;
 use lifecycle::RunState;
 use queues::QueueTable;
 use requests::{PeerState, Pending};
@@ -335,7 +337,13 @@ impl Consumer {
             return;
         }
         self.advance_clock(now);
-        for (batch, result) in results {
+        let mut results = results.into_iter().peekable();
+        while let Some((batch, result)) = results.next() {
+            // Units of one run that succeeded in full are finished together: one look-up and
+            // one commit update for them all.
+            if self.consumed_together(batch, &result, &mut results) {
+                continue;
+            }
             if let Err(e) = self.on_consumed(batch, result) {
                 refused(batch, e);
             }

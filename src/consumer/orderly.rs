@@ -18,7 +18,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::Consumer;
-use super::consume::InFlight;
+use super::in_flight::InFlight;
 use super::lifecycle::RunState;
 use super::queues::Phase;
 use crate::event::{ConsumeResult, ConsumeStatus, Event};

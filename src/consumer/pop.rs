@@ -20,7 +20,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use super::Consumer;
-use super::consume::InFlight;
+use super::in_flight::InFlight;
 use super::lifecycle::RunState;
 use super::queues::Phase;
 use super::requests::{Failure, PendingKind};
@@ -461,15 +461,13 @@ impl Consumer {
             };
             self.batches.insert(
                 id,
-                InFlight {
+                InFlight::single(
                     key,
-                    offsets: offsets[start..end].iter().copied().collect(),
-                    timed_out: false,
-                    discard: false,
-                    started: false,
-                    since_ms: self.now_ms,
-                    pop: Some(Box::new(pop)),
-                },
+                    offsets[start..end].iter().copied().collect(),
+                    false,
+                    self.now_ms,
+                    Some(Box::new(pop)),
+                ),
             );
             let messages = Messages::new(chunk.clone(), start, end);
             self.hand_out(Batch { id, queue: queue.clone(), messages, kind: BatchKind::Concurrent });

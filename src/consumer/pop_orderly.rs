@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Consumer;
-use super::consume::InFlight;
+use super::in_flight::InFlight;
 use super::lifecycle::RunState;
 use super::pop::{PopBatch, PopItem};
 use super::queues::Phase;
@@ -237,16 +237,14 @@ impl Consumer {
         let pop = PopBatch { topic, items, order: Some((qid, chunk.clone())) };
         self.batches.insert(
             id,
-            InFlight {
+            // As pulled orderly batches: out at once, no listener slot, no consume timeout.
+            InFlight::single(
                 key,
-                offsets: chunk.iter().map(|m| m.queue_offset).collect(),
-                timed_out: false,
-                discard: false,
-                // As pulled orderly batches: out at once, no listener slot, no consume timeout.
-                started: true,
-                since_ms: self.now_ms,
-                pop: Some(Box::new(pop)),
-            },
+                chunk.iter().map(|m| m.queue_offset).collect(),
+                true,
+                self.now_ms,
+                Some(Box::new(pop)),
+            ),
         );
         let messages = Messages::new(chunk, 0, n);
         self.outputs.push_back(Output::Consume(Batch {

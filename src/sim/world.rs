@@ -926,6 +926,12 @@ impl Sim {
                 DriverOutput::Write { .. } => None,
                 DriverOutput::Close { .. } => Some("Close".to_owned()),
                 DriverOutput::Consume(_) => Some("Consume".to_owned()),
+                // As the batches one by one would read.
+                DriverOutput::ConsumeRun(r) => {
+                    let t = &mut self.consumers[i].transcript;
+                    t.extend((1..r.len()).map(|_| "Consume".to_owned()));
+                    Some("Consume".to_owned())
+                }
                 DriverOutput::Withdraw(_) => Some("Withdraw".to_owned()),
                 DriverOutput::PersistLocalOffsets(_) => Some("PersistLocalOffsets".to_owned()),
                 DriverOutput::Event(e) => Some(format!("Event:{}", event_name(e))),
@@ -943,6 +949,7 @@ impl Sim {
                     }
                 }
                 DriverOutput::Consume(batch) => self.dispatch(i, batch),
+                DriverOutput::ConsumeRun(run) => run.batches().for_each(|b| self.dispatch(i, b)),
                 DriverOutput::Withdraw(id) => {
                     let c = &mut self.consumers[i];
                     let at = c.queued.iter().position(|b| b.id == id);

@@ -77,6 +77,8 @@ pub(super) async fn run<R: Runtime>(
                     // Listeners run once this pass's writes are handed over (below): the pull
                     // a read answer asks for leaves before its messages are consumed.
                     DriverOutput::Consume(batch) => handouts.push(Handout::Consume(batch)),
+                    // A run is its batches, in order: each one listener call, as ever.
+                    DriverOutput::ConsumeRun(run) => handouts.extend(run.batches().map(Handout::Consume)),
                     // The listeners hear of it now, before any batch of this pass: one handed
                     // out and taken back in the same pass must not start. Hooks hear of both
                     // in order, below.
