@@ -316,7 +316,8 @@ impl Driver {
         let _ = self.consumer.handle(Input::Started { batch, at }, now);
     }
 
-    /// User code finished a batch handed out with [`DriverOutput::Consume`].
+    /// User code finished a batch handed out with [`DriverOutput::Consume`] or in a
+    /// [`DriverOutput::ConsumeRun`].
     pub fn consumed(
         &mut self,
         batch: BatchId,

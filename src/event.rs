@@ -104,15 +104,17 @@ pub enum Input {
         /// Why.
         reason: DisconnectReason,
     },
-    /// User code started on a batch handed out with [`Output::Consume`] (only where the adapter
-    /// queues batches itself: [`Consumer::report_starts`](crate::consumer::Consumer::report_starts)).
+    /// User code started on a batch handed out with [`Output::Consume`] or in an
+    /// [`Output::ConsumeRun`] (only where the adapter queues batches itself:
+    /// [`Consumer::report_starts`](crate::consumer::Consumer::report_starts)).
     Started {
         /// The batch.
         batch: BatchId,
         /// When its listener call began (its consume timeout counts from then).
         at: Instant,
     },
-    /// User code finished a batch handed out with [`Output::Consume`].
+    /// User code finished a batch handed out with [`Output::Consume`] or in an
+    /// [`Output::ConsumeRun`].
     Consumed {
         /// The batch.
         batch: BatchId,
@@ -546,7 +548,9 @@ pub enum Output {
     /// Run user code on a batch, then answer with [`Input::Consumed`].
     Consume(Batch),
     /// Run user code on each batch of a run, and answer each (only where the adapter reports
-    /// starts).
+    /// starts: an adapter that calls
+    /// [`Consumer::report_starts`](crate::consumer::Consumer::report_starts) must handle this
+    /// output, or the run's messages are never consumed).
     ConsumeRun(Run),
     /// Do not start this batch after all (its queue was released, or the consumer is shutting
     /// down): drop it if it has not started. Only where the adapter reports starts; a result

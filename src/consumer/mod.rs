@@ -315,7 +315,8 @@ impl Consumer {
 
     /// The adapter keeps its own queue of batches for its listener threads and reports with
     /// [`Input::Started`] when user code starts on each. From then on every concurrent batch is
-    /// handed out at once (rather than one per free `consumeThreadMin` slot); the adapter runs
+    /// handed out at once (rather than one per free `consumeThreadMin` slot), a pull's ready
+    /// ones together as one [`Output::ConsumeRun`]; the adapter runs
     /// at most that many at a time, its consume timeout counts from the reported start, and
     /// batches that have not started when their queue goes away, or when the shutdown deadline
     /// (`awaitTerminationMillisWhenShutdown`) passes, are taken back with [`Output::Withdraw`]. Call before the first [`handle`](Self::handle).
