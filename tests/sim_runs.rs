@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use rocketmq_push_core::sim::{Sim, SimBrokerConfig, Verdict};
-use rocketmq_push_core::{BatchId, ConsumeFromWhere, ConsumeResult, Event};
+use rocketmq_push_core::{BatchId, ConsumeFromWhere, Event};
 
 /// A listener call as the listener saw it: the batch, its messages' offsets, its reconsume count.
 type Call = (BatchId, Vec<i64>, i32);
@@ -89,7 +89,7 @@ fn a_pull_of_more_than_a_run_holds_goes_out_as_several_runs() {
         .broker("broker-a", &[("T", 1)])
         .listener(move |_, b, _| {
             log.borrow_mut().push(b.id);
-            Verdict { result: ConsumeResult::SUCCESS, took: Duration::ZERO }
+            Verdict::OK
         })
         .build();
     sim.produce("T", 100);

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::Consumer;
-use super::in_flight::{InFlight, MAX_UNITS, unit_in, unit_of};
+use super::in_flight::{InFlight, MAX_UNITS, unit_in};
 use super::lifecycle::RunState;
 use super::requests::{Failure, PendingKind};
 use crate::config::ConsumeMode;
@@ -166,7 +166,7 @@ impl Consumer {
         let from = (u * len).min(b.offsets.len());
         let to = (from + len).min(b.offsets.len());
         b.done |= 1 << u;
-        let (run, _) = unit_of(id);
+        let (run, _) = id.split();
         let gone = if b.all_done() { self.batches.remove(&run) } else { None };
         if started {
             self.trim_timeouts(id);
@@ -224,7 +224,11 @@ impl Consumer {
     where
         I: Iterator<Item = (BatchId, ConsumeResult)>,
     {
-        let (run, _) = unit_of(id);
+        // Orderly batches are runs of one: no look-up for them (POP ones are told below).
+        if !self.starts_reported || self.cfg.consume_mode == ConsumeMode::Orderly {
+            return false;
+        }
+        let (run, _) = id.split();
         let Some(b) = self.batches.get_mut(&run) else { return false };
         let Some(q) = self.queues.get_mut(b.key) else { return false };
         if b.pop.is_some() || b.units() == 1 {
@@ -232,19 +236,19 @@ impl Consumer {
         }
         // Unit `u` of this run, out, in time, and every message of it a success.
         let in_full = |b: &InFlight, id: BatchId, result: &ConsumeResult| {
-            let (r, u) = unit_of(id);
+            let (r, u) = id.split();
             r == run && u < b.units() && (b.done | b.timed_out) & (1 << u) == 0 && {
                 let n = b.unit_offsets(u).len();
                 succeeded(result, n) == n
             }
         };
-        if !self.starts_reported || !in_full(b, id, result) {
+        if !in_full(b, id, result) {
             return false;
         }
         let (mut units, mut messages, mut freed, mut rt) = (0u64, 0usize, 0usize, 0u64);
         let mut next = Some(id);
         while let Some(id) = next {
-            let u = unit_of(id).1;
+            let u = id.split().1;
             b.done |= 1 << u;
             if b.is_started(u) {
                 // Its slot frees; its time counts (see `count_done`: one answered without a

@@ -19,17 +19,12 @@ const TIMEOUT_DELAY_LEVEL: i32 = 3;
 /// The most batches (listener calls) one run holds.
 pub(super) const MAX_UNITS: usize = 1 << BatchId::UNIT_BITS;
 
-/// The run a unit's id belongs to, and the unit's index in it.
-pub(super) fn unit_of(id: BatchId) -> (BatchId, usize) {
-    id.split()
-}
-
 /// The entry of unit `id` in `batches` and the unit's index, if it is out and not finished.
 pub(super) fn unit_in(
     batches: &mut HashMap<BatchId, InFlight>,
     id: BatchId,
 ) -> Option<(&mut InFlight, usize)> {
-    let (run, u) = unit_of(id);
+    let (run, u) = id.split();
     let b = batches.get_mut(&run)?;
     (u < b.units() && b.done & (1 << u) == 0).then_some((b, u))
 }
@@ -76,19 +71,8 @@ impl InFlight {
         since_ms: u32,
         pop: Option<Box<super::pop::PopBatch>>,
     ) -> Self {
-        let unit_len = u32::try_from(offsets.len().max(1)).unwrap_or(u32::MAX);
-        Self {
-            key,
-            offsets,
-            unit_len,
-            timed_out: 0,
-            started: u64::from(started),
-            done: 0,
-            discard: false,
-            units: 1,
-            since_ms: smallvec::smallvec![since_ms],
-            pop,
-        }
+        let n = offsets.len();
+        Self { pop, ..Self::run(key, offsets, n, started, since_ms) }
     }
 
     /// A run of `units` batches of `unit_len` messages (the last may have fewer), handed out
@@ -184,16 +168,18 @@ impl Consumer {
 
     /// Unit `id` is out and may still answer in time.
     pub(super) fn unit_live(&self, id: BatchId) -> bool {
-        let (run, u) = unit_of(id);
+        let (run, u) = id.split();
         self.batches.get(&run).is_some_and(|b| u < b.units() && b.is_live(u))
     }
 
-    /// Unit `u` of `run` is finished; the entry goes once every unit of it is. Returns the
-    /// entry if it went.
-    pub(super) fn finish_unit(&mut self, run: BatchId, u: usize) -> Option<InFlight> {
-        let b = self.batches.get_mut(&run)?;
+    /// Unit `id` is finished; its run's entry goes once every unit of it is.
+    pub(super) fn finish_unit(&mut self, id: BatchId) {
+        let (run, u) = id.split();
+        let Some(b) = self.batches.get_mut(&run) else { return };
         b.done |= 1 << u;
-        if b.all_done() { self.batches.remove(&run) } else { None }
+        if b.all_done() {
+            self.batches.remove(&run);
+        }
     }
 
     /// Concurrent batches go to user code only as fast as listener slots (`consumeThreadMin`)
@@ -299,8 +285,7 @@ impl Consumer {
                 self.run_batch(batch);
             } else {
                 // Its queue was released or moved meanwhile: it never runs.
-                let (run, u) = unit_of(batch.id);
-                self.finish_unit(run, u);
+                self.finish_unit(batch.id);
             }
         }
     }
@@ -323,8 +308,7 @@ impl Consumer {
         // Deterministic order, whatever the map's.
         ids.sort_unstable();
         for id in ids {
-            let (run, u) = unit_of(id);
-            self.finish_unit(run, u);
+            self.finish_unit(id);
             self.outputs.push_back(Output::Withdraw(id));
         }
     }
@@ -337,8 +321,7 @@ impl Consumer {
     /// restart though its listener saw it).
     pub(super) fn drop_waiting_batches(&mut self) {
         for batch in std::mem::take(&mut self.waiting) {
-            let (run, u) = unit_of(batch.id);
-            self.finish_unit(run, u);
+            self.finish_unit(batch.id);
         }
     }
 
