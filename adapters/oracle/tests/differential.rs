@@ -383,8 +383,9 @@ fn a_stored_offset_beyond_the_max_is_corrected_as_java() {
         &s,
         || drop(produce(&ns, &topic, "after", 6, |_, m| m)),
         // Java corrects in about 30 s (it drops the queue, stores the new offset 10 s later and
-        // takes the queue again at the next 20 s rebalance); ours at once. Room for a slow machine.
-        Duration::from_secs(75),
+        // takes the queue again at the next 20 s rebalance); ours at once. Room for a slow machine:
+        // alongside the chaos smoke in CI, Java once had consumed nothing after 75 s.
+        Duration::from_secs(120),
         |recs| recs.len() >= 6,
     );
     assert_eq!(positions(&ours), positions(&java), "both follow the broker's correction");
